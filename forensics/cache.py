@@ -1,0 +1,88 @@
+"""Parquet cache of a run's evidence tables, reused while the inputs are unchanged."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import orjson
+import pyarrow.parquet as pq
+
+from forensics import __version__
+from forensics import tables as T
+from forensics.ingest import Run
+
+MANIFEST = "manifest.json"
+
+
+def _code_digest() -> str:
+    """Hash of the parser code and signature table: a parser change invalidates caches."""
+    import parsers
+
+    h = hashlib.sha256(__version__.encode())
+    for path in sorted(Path(parsers.__file__).parent.glob("*")):
+        if path.suffix in (".py", ".toml"):
+            h.update(path.name.encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def fingerprint(root: Path) -> str:
+    """Identity of a run folder's inputs: every path with its size and modification time."""
+    root = Path(root)
+    h = hashlib.sha256(_code_digest().encode())
+    if root.is_file():
+        st = root.stat()
+        h.update(f"{root.name}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+        return h.hexdigest()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames):
+            full = os.path.join(dirpath, name)
+            try:
+                st = os.stat(full)
+                h.update(f"{os.path.relpath(full, root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+            except OSError:
+                h.update(f"{os.path.relpath(full, root)}\0?\n".encode())
+    return h.hexdigest()
+
+
+def default_dir(root: Path) -> Path:
+    """Where `ingest` writes and `analyze` looks when no folder is named: the user cache, never the run folder."""
+    base = Path(os.environ.get("FORENSICS_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    if not os.environ.get("FORENSICS_CACHE_DIR"):
+        base = base / "forensics"
+    key = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:16]
+    return base / key
+
+
+def save(run: Run, out: Path) -> None:
+    """Write every table as Parquet plus a manifest holding the input fingerprint."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in T.SCHEMAS:
+        pq.write_table(run.table(name), out / f"{name}.parquet", compression="zstd")
+    manifest = {
+        "forensics_version": __version__,
+        "root": str(Path(run.root).resolve()),
+        "fingerprint": fingerprint(run.root),
+        "meta": run.meta,
+    }
+    (out / MANIFEST).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2, default=str))
+
+
+def load(root: Path, cache_dir: Path) -> Run | None:
+    """The cached run when the cache matches the current inputs, else None."""
+    manifest_path = cache_dir / MANIFEST
+    if not manifest_path.is_file():
+        return None
+    try:
+        manifest = orjson.loads(manifest_path.read_bytes())
+        if manifest.get("fingerprint") != fingerprint(root):
+            return None
+        run = Run(root=Path(root), meta=manifest.get("meta", {}))
+        for name in T.SCHEMAS:
+            run.tables[name] = T.conform(name, pq.read_table(cache_dir / f"{name}.parquet"))
+        return run
+    except (OSError, ValueError, KeyError):
+        return None  # a damaged cache is ignored, the run is parsed again

@@ -1,0 +1,94 @@
+"""Walk a run folder: every entry becomes a Source to parse or a row explaining why not."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from forensics.sources import Source, make_source
+
+# Folders that never hold run evidence and can be huge.
+SKIP_DIRS = {".git", "__pycache__", ".forensics-cache"}
+
+
+@dataclass
+class Skipped:
+    """A folder entry that will not be parsed, with the status and reason for the files table."""
+
+    rel: str
+    status: str  # unrecognized | failed
+    error: str
+    size: int = 0
+
+
+def _inside(root: Path, target: Path) -> bool:
+    try:
+        target.relative_to(root)
+        return True
+    except ValueError:
+        return False
+
+
+def discover(root: Path) -> tuple[list[Source], list[Skipped]]:
+    """All regular files under `root` (recursively, symlinks kept inside the folder), sorted by path."""
+    root = Path(root)
+    if root.is_file():
+        return [make_source(root, root.name)], []
+    real_root = root.resolve()
+    sources: list[Source] = []
+    skipped: list[Skipped] = []
+    seen_real: set[str] = set()
+
+    def on_error(exc: OSError) -> None:
+        rel = os.path.relpath(exc.filename or str(root), root) if exc.filename else "."
+        skipped.append(Skipped(rel, "failed", f"cannot list folder: {exc.strerror or exc}"))
+
+    # followlinks=False: a symlinked folder is never entered, so no loop is possible.
+    for dirpath, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        for d in list(dirnames):
+            full = Path(dirpath) / d
+            if full.is_symlink():
+                rel = str(full.relative_to(root))
+                skipped.append(Skipped(rel, "unrecognized", "symlink to a folder: not followed"))
+        for name in sorted(filenames):
+            full = Path(dirpath) / name
+            rel = str(full.relative_to(root))
+            try:
+                lst = os.lstat(full)
+                if stat.S_ISLNK(lst.st_mode):
+                    try:
+                        target = full.resolve(strict=True)
+                    except (OSError, RuntimeError) as exc:
+                        reason = "symlink loop" if "loop" in str(exc).lower() or isinstance(exc, RuntimeError) else "dangling symlink"
+                        skipped.append(Skipped(rel, "failed", reason))
+                        continue
+                    if not _inside(real_root, target):
+                        skipped.append(Skipped(rel, "unrecognized", "symlink points outside the run folder: not followed"))
+                        continue
+                    st = os.stat(target)
+                    if not stat.S_ISREG(st.st_mode):
+                        skipped.append(Skipped(rel, "unrecognized", "symlink to something that is not a regular file"))
+                        continue
+                    if str(target) in seen_real:
+                        skipped.append(Skipped(rel, "unrecognized", "symlink to a file already read under another name"))
+                        continue
+                    path = target
+                else:
+                    if not stat.S_ISREG(lst.st_mode):
+                        # FIFOs, sockets, devices: opening one could block or never end.
+                        skipped.append(Skipped(rel, "unrecognized", "not a regular file"))
+                        continue
+                    path = full
+                seen_real.add(str(path.resolve()))
+                if not os.access(path, os.R_OK):
+                    skipped.append(Skipped(rel, "failed", "permission denied", lst.st_size))
+                    continue
+                sources.append(make_source(path, rel))
+            except PermissionError:
+                skipped.append(Skipped(rel, "failed", "permission denied"))
+            except OSError as exc:
+                skipped.append(Skipped(rel, "failed", f"cannot read: {exc.strerror or exc}"))
+    return sources, skipped

@@ -1,0 +1,45 @@
+"""Decide a file's kind from its content (the first decompressed bytes), not its name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from forensics.sources import Source
+from parsers.base import Parser, Sniffed, registry
+
+HEAD_BYTES = 65536
+PICKLE_MAGIC = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
+
+
+@dataclass
+class Verdict:
+    """What discovery decided about one file."""
+
+    kind: str
+    parser: Parser | None
+    sniffed: Sniffed | None
+    reason: str | None = None  # why no parser was chosen
+
+
+def sniff_source(src: Source) -> Verdict:
+    """Choose the parser whose sniff scores the file highest; explain when none does."""
+    head = src.head(HEAD_BYTES)
+    sn = Sniffed(head=head, text=head.decode("utf-8", errors="replace"), name=src.name, rel=src.rel)
+    if not head:
+        if src.problems:
+            return Verdict("unknown", None, sn, "; ".join(src.problems))
+        return Verdict("empty", None, sn, "empty file")
+    if head.startswith(PICKLE_MAGIC):
+        # Memory snapshots (torch.cuda.memory._dump_snapshot) are pickles; loading one runs code.
+        return Verdict("pickle", None, sn, "Python pickle (e.g. a CUDA memory snapshot): never loaded, pickles can execute code")
+    best: tuple[int, Parser] | None = None
+    for parser in registry().values():
+        try:
+            score = parser.sniff(sn)
+        except Exception:  # noqa: BLE001 - one parser's bad sniff must not stop discovery
+            score = 0
+        if score > 0 and (best is None or score > best[0]):
+            best = (score, parser)
+    if best is None:
+        return Verdict("binary", None, sn, "binary or unknown content: no parser recognises it")
+    return Verdict(best[1].kind, best[1], sn)

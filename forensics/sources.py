@@ -1,0 +1,176 @@
+"""Read-only access to one input file, with transparent, bounded decompression."""
+
+from __future__ import annotations
+
+import bz2
+import io
+import lzma
+import os
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+# Magic numbers of the compressed containers we open transparently.
+MAGIC = {
+    b"\x1f\x8b": "gzip",
+    b"\x28\xb5\x2f\xfd": "zstd",
+    b"BZh": "bz2",
+    b"\xfd7zXZ\x00": "xz",
+}
+
+# A decompressed stream larger than this is cut off (a decompression bomb guard).
+DEFAULT_MAX_DECOMPRESSED = 64 * 1024**3
+
+
+class InputError(Exception):
+    """A file that cannot be read the way its kind requires; the message is user-facing."""
+
+
+def compression_of(head: bytes) -> str | None:
+    """The compression container named by the first bytes, or None for plain files."""
+    for magic, name in MAGIC.items():
+        if head.startswith(magic):
+            return name
+    return None
+
+
+def _decompressor(kind: str):
+    """A fresh incremental decompressor for one member/frame of the container."""
+    if kind == "gzip":
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if kind == "bz2":
+        return bz2.BZ2Decompressor()
+    if kind == "xz":
+        return lzma.LZMADecompressor()
+    if kind == "zstd":
+        import zstandard
+
+        return zstandard.ZstdDecompressor().decompressobj()
+    raise InputError(f"unsupported compression {kind}")
+
+
+class _Decompressing(io.RawIOBase):
+    """Incremental decompression that keeps every byte decoded before a truncation or corruption.
+
+    Library file objects (gzip.GzipFile, ...) raise at a truncated end and drop the
+    partly decoded block; feeding the decompressor ourselves loses nothing.
+    """
+
+    def __init__(self, raw: BinaryIO, owner: Source) -> None:
+        self._raw = raw
+        self._owner = owner
+        self._dec = _decompressor(owner.compression or "")
+        self._left = owner.max_decompressed
+        self._buf = b""
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+    def _fill(self) -> None:
+        while not self._buf and not self._done:
+            block = self._raw.read(256 * 1024)
+            if not block:
+                if not getattr(self._dec, "eof", True):
+                    self._owner.truncated = True
+                    self._owner.problems.append(f"truncated {self._owner.compression} stream: its end is missing")
+                self._done = True
+                return
+            try:
+                out = self._dec.decompress(block)
+                # Concatenated members (gzip -c a >> b, pigz, multi-frame zstd) continue in a new decompressor.
+                while getattr(self._dec, "eof", False) and getattr(self._dec, "unused_data", b""):
+                    rest = self._dec.unused_data
+                    self._dec = _decompressor(self._owner.compression or "")
+                    out += self._dec.decompress(rest)
+            except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error) as exc:
+                self._owner.truncated = True
+                self._owner.problems.append(f"corrupt {self._owner.compression} stream: {exc}")
+                self._done = True
+                return
+            except Exception as exc:  # noqa: BLE001 - zstandard raises its own error type
+                self._owner.truncated = True
+                self._owner.problems.append(f"corrupt {self._owner.compression} stream: {exc}")
+                self._done = True
+                return
+            self._buf = out
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        self._fill()
+        if not self._buf:
+            return 0
+        if self._left <= 0:
+            self._owner.truncated = True
+            self._owner.problems.append("decompressed size limit reached; rest not read")
+            self._done, self._buf = True, b""
+            return 0
+        n = min(len(b), len(self._buf), self._left)
+        memoryview(b)[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        self._left -= n
+        return n
+
+
+@dataclass
+class Source:
+    """One regular file of the run folder, opened read-only and decompressed on the fly."""
+
+    path: Path
+    rel: str
+    size: int
+    compression: str | None = None
+    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+    problems: list[str] = field(default_factory=list)
+    truncated: bool = False
+
+    @property
+    def name(self) -> str:
+        """The file name without its compression suffix (`rank0.log.gz` -> `rank0.log`)."""
+        base = self.path.name
+        for suffix in (".gz", ".zst", ".zstd", ".bz2", ".xz"):
+            if self.compression and base.endswith(suffix):
+                return base[: -len(suffix)]
+        return base
+
+    def open(self) -> BinaryIO:
+        """A fresh binary stream of the decompressed content (never opened for writing)."""
+        # Problems describe the latest full read, not the sniffing peek before it.
+        self.problems.clear()
+        self.truncated = False
+        raw = open(self.path, "rb", buffering=1024 * 1024)  # noqa: SIM115 - caller closes
+        if self.compression is None:
+            return raw
+        return io.BufferedReader(_Decompressing(raw, self), 1024 * 1024)
+
+    def head(self, n: int = 65536) -> bytes:
+        """The first `n` decompressed bytes."""
+        with self.open() as fh:
+            return fh.read(n)
+
+    def read_all(self) -> bytes:
+        """The whole decompressed content (for formats that need it: JSON documents)."""
+        with self.open() as fh:
+            return fh.read()
+
+    def chunks(self, size: int = 32 * 1024 * 1024) -> Iterator[bytes]:
+        """Decompressed content in blocks of about `size` bytes."""
+        with self.open() as fh:
+            while True:
+                block = fh.read(size)
+                if not block:
+                    return
+                yield block
+
+
+def make_source(path: Path, rel: str) -> Source:
+    """A Source for a regular file, with its compression sniffed from the magic bytes."""
+    st = os.stat(path)
+    with open(path, "rb") as fh:
+        magic = fh.read(8)
+    return Source(path=path, rel=rel, size=st.st_size, compression=compression_of(magic))

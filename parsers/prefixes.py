@@ -1,0 +1,115 @@
+"""Log-record and rank prefixes: peel them off a line, keeping the rank and the timestamp.
+
+Formats follow reference/formats.md §0.1 and §2.5 (DeepSpeed, torch logging old and
+glog-style, c10 C++ logging old and new, torchtitan, fairseq, HF example scripts,
+mmengine, Python logging defaults, torchrun `--tee` and excepthook rank prefixes).
+Timestamps without a zone are taken as UTC; glog-style `MMDD` stamps get their year
+from the caller (the file's modification time).
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+_LVL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
+# Leading rank prefixes: `[rank3]:`, `[rank3]: `, `[default3]:`, `[Rank 3] `, `[RANK:3] `; may repeat.
+RANK_PREFIX = r"^\[(?:rank|default|Rank |RANK:|RANK )(\d+)\]:?\s?"
+# Rank markers inside a message: ProcessGroupNCCL's `[PG 0 Rank 3]`, `[PG ID 0 PG GUID 0(default_pg) Rank 3]`.
+INNER_RANK = r"\[PG (?:ID )?\d+ (?:PG GUID \S+ )?Rank (\d+)\]|^\[Rank (\d+)\]"
+
+# (name, pattern with a `ts` group where the prefix has a time, kind of time stamp)
+LOG_PREFIXES: list[tuple[str, str, str]] = [
+    ("bracket_iso", rf"^\[(?P<ts>\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d{{1,9}})?)\]\s*(?:\[{_LVL}\]\s*(?:\[[^\]]*\]\s*)*|[\w.]+: \[{_LVL}\]\s*)?", "ymd"),
+    ("glog", r"^[VIWEFC](?P<ts>\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6}) +\d+ [^\]\s]+:\d+\] ", "md"),
+    ("c10_new", r"^\[[VIWEFC](?P<ts>\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6,9}) [^\]\s]+:\d+\] ", "md"),
+    ("c10_old", r"^\[[VIWEFC] [^\]\s]+:\d+\] ", ""),
+    ("titan", rf"^\[titan\] (?P<ts>\d{{4}}-\d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}},\d{{3}}) - \S+ - {_LVL} - ", "ymd"),
+    ("fairseq", rf"^(?P<ts>\d{{4}}-\d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}) \| {_LVL} \| [\w.]+ \| ", "ymd"),
+    ("hf_example", rf"^(?P<ts>\d{{2}}/\d{{2}}/\d{{4}} \d{{2}}:\d{{2}}:\d{{2}}) - {_LVL} - \S+ -\s+", "mdy"),
+    ("mmengine", rf"^(?P<ts>\d{{2}}/\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}) - \S+ - {_LVL} - ", "md_slash"),
+    ("iso", rf"^(?P<ts>\d{{4}}-\d{{2}}-\d{{2}}[T ]\d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d{{1,9}})?(?:Z|[+-]\d{{2}}:?\d{{2}})?)(?:\s*[|-]\s*|\s+)(?:\[?{_LVL}\]?\s*[:|-]?\s*(?:[\w.]+\s*[:|-]\s+)?)?", "ymd"),
+    ("pylogging", rf"^{_LVL}:[\w.]+:", ""),
+    ("colossalai", rf"^colossalai - \S+ - {_LVL}: ", ""),
+]
+
+_ALL = "|".join(f"(?:{p})" for _, p, _ in LOG_PREFIXES)
+ANY_LOG_PREFIX = re.sub(r"\?P<ts>", "?:", _ALL)
+
+
+def _ts_expr(raw: pl.Expr, kind: str, year: int) -> pl.Expr:
+    """Turn the captured stamp into ISO `YYYY-MM-DD HH:MM:SS.ffffff` text, by stamp kind."""
+    if kind == "ymd":
+        iso = raw.str.replace("T", " ").str.replace(",", ".")
+    elif kind == "md":
+        # c10 logging prints the month without zero padding (`E810` is 10 August).
+        raw = raw.str.replace(r"^(\d{3}) ", "0$1 ")
+        iso = pl.lit(f"{year}-") + raw.str.slice(0, 2) + pl.lit("-") + raw.str.slice(2, 2) + raw.str.slice(4)
+    elif kind == "mdy":
+        iso = raw.str.slice(6, 4) + pl.lit("-") + raw.str.slice(0, 2) + pl.lit("-") + raw.str.slice(3, 2) + raw.str.slice(10)
+    elif kind == "md_slash":
+        iso = pl.lit(f"{year}-") + raw.str.slice(0, 2) + pl.lit("-") + raw.str.slice(3, 2) + raw.str.slice(5)
+    else:
+        return pl.lit(None, pl.String)
+    return iso
+
+
+def parse_iso(iso: pl.Expr) -> pl.Expr:
+    """ISO-ish text (optional fraction of up to 9 digits, optional Z or ±hh:mm) to UTC microseconds."""
+    offset = iso.str.extract(r"([+-]\d{2}):?(\d{2})$", 1).cast(pl.Int64, strict=False)
+    offset_m = iso.str.extract(r"[+-]\d{2}:?(\d{2})$", 1).cast(pl.Int64, strict=False)
+    base = iso.str.replace(r"(?:Z|[+-]\d{2}:?\d{2})$", "").str.replace(r"(\.\d{6})\d+$", "$1")
+    naive = base.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
+    naive = pl.coalesce(naive, base.str.to_datetime("%Y-%m-%d %H:%M:%S", strict=False, time_unit="us"))
+    minutes = offset * 60 + offset.sign() * offset_m
+    shifted = naive - pl.duration(minutes=minutes.fill_null(0))
+    return shifted.dt.replace_time_zone("UTC")
+
+
+def split_prefixes(df: pl.DataFrame, year: int) -> pl.DataFrame:
+    """Add `rank`, `ts` and `msg` (the text without its prefixes) to a frame with `text`."""
+    out = df.with_columns(pl.col("text").alias("msg"), pl.lit(None, pl.Int32).alias("rank"))
+    # Rank prefixes may stack (`[default0]:[rank0]: `), so peel twice.
+    for _ in range(2):
+        out = out.with_columns(
+            pl.coalesce(pl.col("rank"), pl.col("msg").str.extract(RANK_PREFIX, 1).cast(pl.Int32, strict=False)).alias("rank"),
+            pl.col("msg").str.replace(RANK_PREFIX, ""),
+        )
+    ts_parts = []
+    for _name, pattern, kind in LOG_PREFIXES:
+        if kind:
+            ts_parts.append(_ts_expr(pl.col("msg").str.extract(pattern, 1), kind, year))
+    iso = pl.coalesce(ts_parts) if ts_parts else pl.lit(None, pl.String)
+    out = out.with_columns(parse_iso(iso).alias("ts"), pl.col("msg").str.replace(ANY_LOG_PREFIX, ""))
+    # After the record prefix: another rank prefix, or ProcessGroupNCCL's rank marker.
+    out = out.with_columns(
+        pl.coalesce(
+            pl.col("rank"),
+            pl.col("msg").str.extract(RANK_PREFIX, 1).cast(pl.Int32, strict=False),
+            pl.col("msg").str.extract(INNER_RANK, 1).cast(pl.Int32, strict=False),
+            pl.col("msg").str.extract(INNER_RANK, 2).cast(pl.Int32, strict=False),
+        ).alias("rank"),
+        pl.col("msg").str.replace(RANK_PREFIX, ""),
+    )
+    return out
+
+
+# File names that carry a rank: rank3.log, node1-rank12.out, worker_3.err, torchrun --log-dir `attempt_0/3/stderr.log`.
+_PATH_RANK = [
+    re.compile(r"(?:^|[^a-z])(?:global_?)?rank[_-]?(\d+)(?![0-9])", re.I),
+    re.compile(r"(?:^|[^a-z])(?:worker|proc|process|gpu|device)[_-]?(\d+)(?![0-9])", re.I),
+    re.compile(r"attempt_\d+/(\d+)/(?:stdout|stderr|error)\.(?:log|json)$"),
+    re.compile(r"(?:^|/)(?:default|trainer)(\d+)[./]"),
+]
+
+
+def rank_from_path(rel: str) -> int | None:
+    """The rank a file belongs to, from its path, or None."""
+    name = rel.replace("\\", "/")
+    base = name.rsplit("/", 1)[-1]
+    for pattern in _PATH_RANK:
+        m = pattern.search(base) or pattern.search(name)
+        if m:
+            return int(m.group(1))
+    return None
