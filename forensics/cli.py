@@ -1,7 +1,8 @@
-"""The `forensics` command line."""
+"""The `forensics` command line: ingest, analyze, playbooks."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -9,11 +10,37 @@ import click
 
 from forensics import __version__
 
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="forensics")
 def main() -> None:
-    """Post-hoc forensic analysis of deep-learning training runs."""
+    """Post-hoc forensic analysis of deep-learning training runs.
+
+    \b
+    Exit status: 0 no finding at or above --fail-on, 1 findings, 2 usage or input error.
+    """
+
+
+def _load_run(run: Path, cache_dir: Path | None, use_cache: bool, quiet: bool):
+    """The run's tables: from a matching Parquet cache, else parsed now (and cached)."""
+    from forensics import cache
+    from forensics.ingest import ingest as do_ingest
+
+    target = cache_dir or cache.default_dir(run)
+    if use_cache:
+        cached = cache.load(run, target)
+        if cached is not None:
+            return cached
+    result = do_ingest(run)
+    if use_cache:
+        try:
+            cache.save(result, target)
+        except OSError as exc:  # a read-only home must not stop the analysis
+            if not quiet:
+                click.echo(f"forensics: cache not written ({exc})", err=True)
+    return result
 
 
 @main.command()
@@ -21,7 +48,11 @@ def main() -> None:
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path), help="folder for the Parquet tables (default: the user cache)")
 @click.option("-q", "--quiet", is_flag=True, help="print only the totals")
 def ingest(run: Path, out: Path | None, quiet: bool) -> None:
-    """Parse every file of RUN into the evidence tables and write them as Parquet."""
+    """Parse every file of RUN into the evidence tables and write them as Parquet.
+
+    \b
+    Example: forensics ingest sample_logs/cuda-oom -o /tmp/tables
+    """
     from forensics import cache
     from forensics.ingest import ingest as do_ingest
 
@@ -38,5 +69,106 @@ def ingest(run: Path, out: Path | None, quiet: bool) -> None:
     click.echo(f"{result.table('files').num_rows} files; {counts}; tables in {target}")
 
 
-def run_main() -> None:  # pragma: no cover
-    sys.exit(main())
+@main.command()
+@click.argument("run", type=click.Path(exists=True, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), help="write the report to FILE instead of stdout")
+@click.option("--fail-on", type=click.Choice(["critical", "high", "medium", "low", "info"]), help="exit 1 when a finding is at or above this severity")
+@click.option("--select", multiple=True, help="run only these playbook ids or categories (repeatable, comma-separated)")
+@click.option("--ignore", multiple=True, help="skip these playbook ids or categories (repeatable, comma-separated)")
+@click.option("--set", "sets", multiple=True, metavar="ID.NAME=VALUE", help="override a threshold, e.g. --set nan-loss.incident_run=5")
+@click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="forensics.toml or pyproject.toml (default: searched from the current folder up)")
+@click.option("--baseline", type=click.Path(exists=True, path_type=Path), help="a second run to compare with (nondeterminism)")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), help="where parsed tables are cached (default: ~/.cache/forensics)")
+@click.option("--no-cache", is_flag=True, help="always parse the inputs again")
+@click.option("--max-evidence", type=int, default=3, show_default=True, help="evidence rows quoted per root finding in text output")
+def analyze(run: Path, fmt: str, out: Path | None, fail_on: str | None, select: tuple[str, ...], ignore: tuple[str, ...],
+            sets: tuple[str, ...], config: Path | None, baseline: Path | None, cache_dir: Path | None, no_cache: bool,
+            max_evidence: int) -> None:
+    """Diagnose RUN: root causes first, the chain under them, evidence, verify and fix.
+
+    \b
+    Example: forensics analyze sample_logs/cuda-oom
+    """
+    from forensics.config import ConfigError, find_config, load_config, parse_set
+    from forensics.context import Context
+    from forensics.engine import analyze as do_analyze
+    from playbooks.base import registry
+    from playbooks.model import Severity
+
+    try:
+        cfg = load_config(config or find_config(Path.cwd()))
+        split = lambda items: [x.strip() for item in items for x in item.split(",") if x.strip()]  # noqa: E731
+        cfg.select = split(select) or cfg.select
+        cfg.ignore = split(ignore) + cfg.ignore
+        known = set(registry()) | {pb.category for pb in registry().values()}
+        unknown = [x for x in cfg.select + cfg.ignore if x not in known]
+        if unknown:
+            raise ConfigError(f"unknown playbook id or category: {', '.join(unknown)} (see `forensics playbooks list`)")
+        overrides = parse_set(sets)
+        fail_level = fail_on or cfg.fail_on
+        fail_sev = Severity.parse(fail_level) if fail_level else None
+        ctx = Context(_load_run(run, cache_dir, not no_cache, fmt != "text"))
+        if baseline is not None:
+            ctx.baseline = Context(_load_run(baseline, None, not no_cache, True))
+        result = do_analyze(ctx, cfg, overrides)
+    except (ConfigError, ValueError) as exc:
+        click.echo(f"forensics: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    if fmt == "json":
+        from forensics.reports import jsonout
+
+        text = jsonout.render(result)
+    elif fmt == "markdown":
+        from forensics.reports import markdown
+
+        text = markdown.render(result)
+    else:
+        from forensics.reports import text as textout
+
+        colour = out is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        text = textout.render(result, colour=colour, max_evidence=max_evidence)
+    if out is not None:
+        out.write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+    if fail_sev is not None and any(f.severity >= fail_sev for f in result.findings):
+        sys.exit(EXIT_FINDINGS)
+    sys.exit(EXIT_OK)
+
+
+@main.group()
+def playbooks() -> None:
+    """The playbook catalog."""
+
+
+@playbooks.command("list")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def playbooks_list(fmt: str) -> None:
+    """Every playbook: id, category, severity, title."""
+    import orjson
+
+    from playbooks.base import registry
+
+    pbs = list(registry().values())
+    if fmt == "json":
+        rows = [{"id": p.id, "category": p.category, "severity": p.severity.label, "title": p.title,
+                 "tables": list(p.tables), "explains": list(p.explains)} for p in pbs]
+        click.echo(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode())
+        return
+    for p in sorted(pbs, key=lambda p: (p.category, p.id)):
+        click.echo(f"{p.id:<26} {p.category:<12} {p.severity.label:<9} {p.title}")
+
+
+@playbooks.command("show")
+@click.argument("playbook_id")
+def playbooks_show(playbook_id: str) -> None:
+    """One playbook's documentation, thresholds, causes, verify and fix."""
+    from playbooks.base import registry
+    from playbooks.docs import render_doc
+
+    pbs = registry()
+    if playbook_id not in pbs:
+        click.echo(f"forensics: error: no playbook {playbook_id!r} (see `forensics playbooks list`)", err=True)
+        sys.exit(EXIT_ERROR)
+    click.echo(render_doc(pbs[playbook_id]))

@@ -1,0 +1,19 @@
+"""Playbooks: the diagnosis rules, one per id of PLAYBOOKS.md, grouped by category.
+
+How to write one (see playbooks/memory/cuda_oom.py for a complete example):
+
+- Declare it once in `playbooks/<category>/<id_with_underscores>.py` as
+  `PLAYBOOK = declare(Playbook(id=..., title=..., category=..., severity=..., causes=(Cause(...), ...),
+  verify=..., fix=..., tables=(...), explains=(...consequence ids...), thresholds={name: Threshold(default,
+  doc, origin)}, doc=<Markdown with ## Symptom / ## Why it matters / ## Evidence / ## Known false positives
+  [/ ## References]>))`.
+- Add detectors with `@PLAYBOOK.detector(("events",))`: `fn(ctx: forensics.context.Context, th: dict)
+  -> Detection | list[Detection] | None`. Read tables with polars (`ctx.table("metrics")`,
+  `ctx.events_of(*codes)`, `ctx.metric("loss")`); quote rows with `forensics.context.evidence_rows`;
+  name causes by their declared ids in `Detection.causes` ({cause_id: strength 0..1}); put the numbers
+  of the summary in `Detection.facts`. Every number that decides must come from `th` (a threshold).
+- Another module may add a detector for the same id from other evidence: import the declaring module's
+  PLAYBOOK and decorate (`@cuda_oom.PLAYBOOK.detector(("gpu_procs",))`). The engine merges detections of
+  one playbook into one finding.
+- Each playbook needs a positive and a near-miss folder in sample_logs/ with `<folder>.expect.toml`.
+"""

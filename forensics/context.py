@@ -1,0 +1,104 @@
+"""What a detector sees: the run's evidence tables as polars frames, plus helpers to quote them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import polars as pl
+
+from forensics.ingest import Run
+from playbooks.model import Evidence, Onset
+
+MAX_EVIDENCE = 8
+
+
+@dataclass
+class Context:
+    """The evidence tables of one run (and, for comparisons, of a baseline run)."""
+
+    run: Run
+    baseline: Context | None = None
+    _frames: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+    def table(self, name: str) -> pl.DataFrame:
+        """A table as a polars frame, with dictionary columns as plain strings."""
+        if name not in self._frames:
+            df = pl.from_arrow(self.run.table(name))
+            assert isinstance(df, pl.DataFrame)
+            self._frames[name] = df.with_columns(pl.col(pl.Categorical).cast(pl.String))
+        return self._frames[name]
+
+    def has(self, name: str) -> bool:
+        """Whether the table has any rows."""
+        return self.run.table(name).num_rows > 0
+
+    @property
+    def meta(self) -> dict:
+        """Run-level facts gathered by the parsers."""
+        return self.run.meta
+
+    @cached_property
+    def events(self) -> pl.DataFrame:
+        """The events table sorted by time where known, then file and line."""
+        return self.table("events").sort(["file", "line"])
+
+    def events_of(self, *codes: str, severity: tuple[str, ...] | None = None) -> pl.DataFrame:
+        """Events whose code is one of `codes` (optionally of given severities), earliest first."""
+        ev = self.events.filter(pl.col("code").is_in(list(codes)))
+        if severity:
+            ev = ev.filter(pl.col("severity").is_in(list(severity)))
+        return sort_by_onset(ev)
+
+    @cached_property
+    def metrics(self) -> pl.DataFrame:
+        """The metrics table."""
+        return self.table("metrics")
+
+    def metric(self, name: str) -> pl.DataFrame:
+        """Rows of one canonical metric, in file and line order."""
+        return self.metrics.filter(pl.col("name") == name).sort(["file", "line"])
+
+
+def sort_by_onset(df: pl.DataFrame) -> pl.DataFrame:
+    """Earliest first: by timestamp where present (nulls last), then file and line."""
+    if df.height == 0:
+        return df
+    return df.sort(["ts", "file", "line"], nulls_last=True)
+
+
+def evidence_rows(df: pl.DataFrame, limit: int = MAX_EVIDENCE, text_col: str = "text") -> list[Evidence]:
+    """The first `limit` rows of a table as quotable evidence (file, line, text, rank, step, ts)."""
+    out = []
+    cols = df.columns
+    for row in df.head(limit).iter_rows(named=True):
+        text = row.get(text_col)
+        if text is None and "name" in cols:
+            text = f"{row.get('name')} = {row.get('value')}"
+        out.append(
+            Evidence(
+                file=row["file"],
+                line=int(row["line"]),
+                text=_first_lines(str(text or "")),
+                rank=row.get("rank"),
+                step=row.get("step"),
+                ts=row.get("ts"),
+            )
+        )
+    return out
+
+
+def _first_lines(text: str, max_lines: int = 12, max_chars: int = 2000) -> str:
+    lines = text.splitlines()
+    if len(lines) > max_lines:
+        lines = lines[: max_lines // 2] + [f"... ({len(lines) - max_lines} more lines)"] + lines[-(max_lines // 2) :]
+    out = "\n".join(lines)
+    return out if len(out) <= max_chars else out[: max_chars - 3] + "..."
+
+
+def onset_of(df: pl.DataFrame) -> Onset:
+    """The onset given by the first row of an onset-sorted frame."""
+    if df.height == 0:
+        return Onset()
+    row = df.row(0, named=True)
+    return Onset(step=row.get("step"), time=row.get("ts"), rank=row.get("rank"), file=row.get("file"), line=row.get("line"))

@@ -1,0 +1,1 @@
+"""Renderers of an Analysis: JSON (the versioned contract), text (terminal) and Markdown."""

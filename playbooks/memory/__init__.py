@@ -1,0 +1,1 @@
+"""Memory playbooks: device OOM, leaks, allocator fragmentation, host memory exhaustion."""

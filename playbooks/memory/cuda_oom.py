@@ -1,0 +1,141 @@
+"""cuda-oom: the device ran out of memory; tell demand, fragmentation and foreign processes apart."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from forensics.context import Context, evidence_rows, onset_of
+from playbooks.base import Playbook, Threshold, declare
+from playbooks.fields import field, fmt_mib, size_mib
+from playbooks.model import Cause, Detection, Severity
+
+# Event codes of the signature table that are a device allocation failure.
+OOM_CODES = ("cuda_oom", "cuda_oom_legacy", "cuda_error_oom", "hip_oom", "xpu_oom", "mps_oom", "cublas_alloc_failed",
+             "cuda_malloc_async_oom")
+
+PLAYBOOK = declare(
+    Playbook(
+        id="cuda-oom",
+        title="GPU out of memory",
+        category="memory",
+        severity=Severity.CRITICAL,
+        tables=("events",),
+        explains=("nccl-timeout", "silent-hang", "rank-straggler", "checkpoint-failure"),
+        causes=(
+            Cause("demand_above_capacity", "The step needs more memory than the GPU has (batch, sequence length or an unsharded model)",
+                  verify="Run one step with the same batch and print torch.cuda.max_memory_allocated(); compare with the capacity",
+                  fix="Smaller per-device batch with gradient accumulation, activation checkpointing, bf16/fp16, or shard the model (FSDP/ZeRO)",
+                  prior=0.5),
+            Cause("memory_growth", "Memory grew over the run until it ran out (a leak)",
+                  verify="Log torch.cuda.memory_allocated() every step and look for a steady rise",
+                  fix="Call .item() on logged losses, .detach() tensors kept across steps, drop references to graphs",
+                  prior=0.25, playbook="memory-leak"),
+            Cause("fragmentation", "Enough memory is free in total but reserved-and-unallocated blocks are fragmented",
+                  verify="torch.cuda.memory_summary() at the failure; compare reserved with allocated",
+                  fix="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; bucket variable sequence lengths",
+                  prior=0.15, playbook="allocator-fragmentation"),
+            Cause("foreign_process", "Another process holds memory on the same GPU",
+                  verify="nvidia-smi --query-compute-apps=pid,used_memory --format=csv",
+                  fix="Give the job exclusive GPUs (CUDA_VISIBLE_DEVICES, scheduler exclusivity); kill stray processes",
+                  prior=0.1),
+        ),
+        verify="torch.cuda.memory_summary(); nvidia-smi --query-compute-apps=pid,used_memory --format=csv",
+        fix="Reduce per-device memory: smaller batch with gradient accumulation, activation checkpointing, mixed precision, sharding",
+        thresholds={
+            "foreign_share": Threshold(0.05, "memory held by other processes, as a share of capacity, that counts as a foreign-process cause", "PLAYBOOKS.md cuda-oom"),
+            "fragmentation_share": Threshold(0.20, "reserved-but-unallocated memory as a share of capacity that points to fragmentation", "PLAYBOOKS.md allocator-fragmentation (>20%)"),
+            "demand_share": Threshold(0.5, "requested allocation as a share of the memory free at failure above which demand, not fragmentation, is the cause", "ours"),
+        },
+        doc="""\
+## Symptom
+A device allocation failed: `CUDA out of memory. Tried to allocate …` (every PyTorch era, also
+`torch.OutOfMemoryError`, HIP/XPU/MPS forms, `CUDA error: out of memory` outside the caching
+allocator, `CUBLAS_STATUS_ALLOC_FAILED`).
+
+## Why it matters
+The rank that fails takes the job down; the other ranks then block in collectives and time out,
+so the first OOM is usually the root of a cascade of NCCL timeouts and launcher failures.
+
+## Evidence
+`events` with an OOM code. The numbers of the message tell the causes apart: requested size,
+capacity, free, allocated by PyTorch, reserved-but-unallocated, and `Process N has X memory in use`
+sentences naming other processes. `gpu_procs` (nvidia-smi) can show foreign PIDs too, and a
+`memory-leak` finding shows growth before the failure.
+
+## Known false positives
+A caught OOM that the program recovers from (e.g. an automatic batch-size finder) still prints the
+message; it is reported, with the onset, but the run may have gone on. Advice text
+(`If reserved but unallocated memory is large …`) is never evidence on its own.
+
+## References
+PyTorch `c10/cuda/CUDACachingAllocator.cpp`; reference/formats.md §2.1.
+""",
+    )
+)
+
+
+@PLAYBOOK.detector(("events",))
+def detect_oom_events(ctx: Context, th: dict) -> Detection | None:
+    """OOM errors in the logs, with the causes told apart from the message's numbers."""
+    ev = ctx.events_of(*OOM_CODES)
+    if ev.height == 0:
+        return None
+    ev = ev.with_columns(
+        size_mib(field("requested")).alias("req"),
+        size_mib(field("capacity")).alias("cap"),
+        size_mib(field("free")).alias("free"),
+        size_mib(field("allocated")).alias("alloc"),
+        size_mib(field("reserved_unallocated")).alias("frag"),
+        size_mib(field("reserved")).alias("reserved"),
+        field("processes").alias("procs"),
+        field("gpu").alias("gpu"),
+    )
+    first = ev.row(0, named=True)
+    ranks = sorted({r for r in ev.get_column("rank").to_list() if r is not None})
+    causes: dict[str, float] = {}
+    cap, req, free, frag = first["cap"], first["req"], first["free"], first["frag"]
+    if frag is None and first["reserved"] is not None and first["alloc"] is not None:
+        frag = max(first["reserved"] - first["alloc"], 0.0)  # old bracket form: reserved in total
+    foreign = _foreign_mib(first["procs"])
+    if cap and foreign and foreign / cap >= th["foreign_share"]:
+        causes["foreign_process"] = 1.0
+    if cap and frag is not None and frag / cap >= th["fragmentation_share"]:
+        causes["fragmentation"] = 0.9
+    if req is not None and free is not None and (free == 0 or req / max(free, 1e-9) >= th["demand_share"]):
+        causes["demand_above_capacity"] = 0.8
+    elif req is not None and free is not None and frag is not None and frag >= req:
+        causes["fragmentation"] = max(causes.get("fragmentation", 0.0), 0.7)
+    if not causes:
+        causes["demand_above_capacity"] = 0.5
+    where = f" on rank {first['rank']}" if first["rank"] is not None else ""
+    step = f" at step {first['step']}" if first["step"] is not None else ""
+    gpu = f" (GPU {first['gpu']})" if first["gpu"] is not None else ""
+    numbers = ""
+    if req is not None:
+        numbers = f": tried to allocate {fmt_mib(req)}"
+        if cap is not None:
+            numbers += f" with {fmt_mib(free)} free of {fmt_mib(cap)}"
+        if frag is not None:
+            numbers += f", {fmt_mib(frag)} reserved but unallocated"
+        if foreign:
+            numbers += f", {fmt_mib(foreign)} held by other processes"
+    more = f" ({ev.height} OOM errors on {len(ranks)} rank(s))" if ev.height > 1 else ""
+    return Detection(
+        summary=f"CUDA out of memory{where}{step}{gpu}{numbers}{more}",
+        onset=onset_of(ev),
+        evidence=evidence_rows(ev),
+        evidence_count=ev.height,
+        causes=causes,
+        facts={k: first[k] for k in ("req", "cap", "free", "alloc", "frag") if first[k] is not None} | {"foreign_mib": foreign},
+        ranks=ranks,
+        confidence=0.95,
+    )
+
+
+def _foreign_mib(procs: str | None) -> float | None:
+    """Sum of `Process N has X memory in use` amounts in the OOM message (other processes)."""
+    if not procs:
+        return None
+    amounts = pl.Series([procs]).str.extract_all(r"Process \d+ has ([\d.]+ \w+) memory in use").explode()
+    total = pl.select(size_mib(pl.lit(amounts)).sum()).item() if amounts.len() and amounts[0] is not None else None
+    return float(total) if total else None

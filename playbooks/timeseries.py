@@ -1,0 +1,721 @@
+"""Vectorised time-series detectors over the `metrics` table, shared by the training-dynamics playbooks.
+
+Every helper takes a *series*: a polars frame with columns step, value and usually
+rank, file, line, ts, as returned by `series(metrics, name)`. That function does the
+clean-up every detector relies on:
+
+* categorical columns become plain strings;
+* rows without a step get their ordinal position (only where a file logs no step at all);
+* a step logged more than once per rank (tqdm redraws, a resumed run re-doing steps)
+  keeps its last occurrence, so a resumed run's trajectory replaces the abandoned one;
+  `restarts()` reports where a step went backwards;
+* NaN and Inf stay in the series (`nan-loss` needs them); each detector says how it
+  treats them (the rolling and fitting ones use finite values only).
+
+Windows are counted in logged points, not in steps, so a run that logs every N steps
+behaves like one that logs every step. Missing steps are simply absent rows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import polars as pl
+import pyarrow as pa
+
+# Columns of a series, in order; extra columns are carried along where present.
+SERIES_COLS = ["file", "line", "ts", "rank", "step", "value"]
+
+# The largest finite float16 value: a loss scale past it cannot be represented in fp16.
+FP16_MAX = 65504.0
+
+
+@dataclass(frozen=True)
+class Point:
+    """One logged observation that a finding can quote."""
+
+    step: int | None
+    value: float
+    rank: int | None = None
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Onset:
+    """The first run of consecutive logged points for which a condition holds."""
+
+    step: int
+    end_step: int
+    points: int  # logged points in the run
+    value: float  # value at the onset
+    rank: int | None = None
+    file: str | None = None
+    line: int | None = None
+    to_end: bool = False  # the run lasts until the series' last point
+
+
+@dataclass(frozen=True)
+class Trend:
+    """Least-squares line value = intercept + slope * step, with its goodness of fit."""
+
+    slope: float  # value units per step
+    intercept: float
+    r2: float
+    n: int
+    first_step: int
+    last_step: int
+    first_fit: float  # fitted value at first_step
+    last_fit: float  # fitted value at last_step
+
+    @property
+    def rel_change(self) -> float:
+        """Fitted change over the range relative to the fitted start value."""
+        if self.first_fit == 0:
+            return math.inf if self.last_fit != self.first_fit else 0.0
+        return (self.last_fit - self.first_fit) / abs(self.first_fit)
+
+
+@dataclass(frozen=True)
+class Plateau:
+    """A stretch of logged points that stays within a relative tolerance of its level."""
+
+    start_step: int
+    end_step: int
+    points: int
+    level: float  # median over the plateau
+    rel_spread: float  # (p95 - p5) / |level| over the whole plateau
+    rel_drift: float  # (median of its last window - median of its first window) / |level|
+    to_end: bool
+    rank: int | None = None
+    file: str | None = None
+    line: int | None = None  # line of the plateau's first point
+
+
+@dataclass(frozen=True)
+class ScaleRuns:
+    """Doublings and halvings of a loss-scale series (changes only; flat stretches ignored)."""
+
+    ups: int  # changes by about x2 (or more)
+    downs: int  # changes by about x0.5 (or less)
+    longest_up: int  # most consecutive up-changes
+    longest_up_start: int | None  # step where that run began
+    longest_down: int
+    longest_down_start: int | None
+    first: Point
+    last: Point
+    min: Point
+    max: Point
+    steps_at_min: int  # logged points sitting at the minimum value
+    above_fp16_max: Point | None  # first point where the scale exceeds FP16_MAX
+
+
+@dataclass(frozen=True)
+class LRAnomaly:
+    """One way a logged learning-rate series departs from a warmup/decay shape."""
+
+    kind: str  # zero_while_training | warmup_jump | rising_after_decay | constant_when_scheduled | staircase
+    step: int
+    value: float
+    detail: str
+    rank: int | None = None
+    file: str | None = None
+    line: int | None = None
+    numbers: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Identical:
+    """How often the ranks log exactly the same value at the same step."""
+
+    ranks: list[int]
+    common_steps: int  # steps logged by at least two ranks
+    identical_steps: int  # of those, steps where every rank's value is equal
+    first_step: int | None  # first common step
+    first_identical: int | None
+
+    @property
+    def fraction(self) -> float:
+        return self.identical_steps / self.common_steps if self.common_steps else 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# Preparing a series
+# --------------------------------------------------------------------------------------------
+
+
+def prepare(metrics: pl.DataFrame | pa.Table) -> pl.DataFrame:
+    """The metrics table as polars with categorical/dictionary columns cast to plain strings."""
+    df = pl.from_arrow(metrics) if isinstance(metrics, pa.Table) else metrics
+    assert isinstance(df, pl.DataFrame)
+    casts = {c: pl.String for c, t in df.schema.items() if t in (pl.Categorical,) or isinstance(t, pl.Enum)}
+    return df.cast(casts) if casts else df
+
+
+def names(metrics: pl.DataFrame | pa.Table) -> set[str]:
+    """The metric names present."""
+    df = prepare(metrics)
+    return set(df.get_column("name").unique().drop_nulls().to_list()) if df.height else set()
+
+
+def _ensure_cols(df: pl.DataFrame) -> pl.DataFrame:
+    """Add the optional provenance columns as nulls so every helper can select them."""
+    missing = {
+        "file": pl.String, "line": pl.Int64, "ts": pl.Datetime("us", "UTC"), "rank": pl.Int32,
+    }
+    return df.with_columns(pl.lit(None, t).alias(c) for c, t in missing.items() if c not in df.columns)
+
+
+def series(
+    metrics: pl.DataFrame | pa.Table,
+    name: str | Sequence[str],
+    *,
+    rank: int | None = None,
+    dedupe: bool = True,
+    finite: bool = False,
+) -> pl.DataFrame:
+    """One metric (or aliases of it) as a clean series sorted by rank and step.
+
+    A file that logs the metric with no step at all gets the ordinal position of each
+    row (1, 2, ...) as its step; in a file that does log steps, rows without one are
+    dropped. With `dedupe`, each (rank, step) keeps its last occurrence in file/line
+    order. `finite` drops NaN/Inf rows.
+    """
+    wanted = [name] if isinstance(name, str) else list(name)
+    df = prepare(metrics)
+    if df.height == 0:
+        return pl.DataFrame(schema={"file": pl.String, "line": pl.Int64, "ts": pl.Datetime("us", "UTC"),
+                                    "rank": pl.Int32, "step": pl.Int64, "value": pl.Float64, "name": pl.String})
+    df = _ensure_cols(df).filter(pl.col("name").is_in(wanted))
+    if rank is not None:
+        df = df.filter(pl.col("rank") == rank)
+    grp = ["file", "rank"]
+    df = (
+        df.sort("file", "line", nulls_last=True, maintain_order=True)
+        .with_columns(
+            pl.col("step").is_not_null().any().over(grp).alias("_has_step"),
+            (pl.int_range(pl.len()).over(grp) + 1).cast(pl.Int64).alias("_ord"),
+        )
+        .filter(pl.col("step").is_not_null() | ~pl.col("_has_step"))
+        .with_columns(pl.coalesce("step", "_ord").alias("step"))
+        .drop("_has_step", "_ord")
+    )
+    if finite:
+        df = df.filter(pl.col("value").is_finite())
+    if dedupe:
+        df = df.unique(subset=["rank", "step"], keep="last", maintain_order=True)
+    cols = [c for c in SERIES_COLS if c in df.columns] + [c for c in ("name", "source") if c in df.columns]
+    return df.select(cols).sort("rank", "step", nulls_last=True)
+
+
+def restarts(metrics: pl.DataFrame | pa.Table, name: str | Sequence[str] = "loss") -> pl.DataFrame:
+    """Where the step of a metric goes backwards within one file and rank (a resume or a restarted loop).
+
+    Columns: file, rank, line (first line after the restart), from_step, to_step.
+    """
+    wanted = [name] if isinstance(name, str) else list(name)
+    df = _ensure_cols(prepare(metrics)).filter(pl.col("name").is_in(wanted) & pl.col("step").is_not_null())
+    df = df.sort("file", "line", nulls_last=True).with_columns(
+        pl.col("step").shift(1).over("file", "rank").alias("from_step")
+    )
+    return df.filter(pl.col("step") < pl.col("from_step")).select(
+        "file", "rank", "line", "from_step", pl.col("step").alias("to_step")
+    )
+
+
+def _point(row: dict) -> Point:
+    return Point(step=row.get("step"), value=row.get("value"), rank=row.get("rank"),
+                 file=row.get("file"), line=row.get("line"))
+
+
+# --------------------------------------------------------------------------------------------
+# Onset of a sustained condition
+# --------------------------------------------------------------------------------------------
+
+
+def runs(s: pl.DataFrame, predicate: pl.Expr, min_points: int = 1) -> pl.DataFrame:
+    """Maximal runs of consecutive logged points (per rank) where `predicate` holds.
+
+    Columns: rank, start_step, end_step, points, start_value, end_value, file, line
+    (of the first point), to_end (the run reaches the rank's last point). Sorted by
+    start_step. Note that polars orders NaN above every number: guard a comparison
+    with `pl.col("value").is_finite()` when NaN must not count.
+    """
+    s = _ensure_cols(s)
+    if s.height == 0:
+        return pl.DataFrame(schema={"rank": pl.Int32, "start_step": pl.Int64, "end_step": pl.Int64,
+                                    "points": pl.UInt32, "start_value": pl.Float64, "end_value": pl.Float64,
+                                    "file": pl.String, "line": pl.Int64, "to_end": pl.Boolean})
+    flagged = s.sort("rank", "step", nulls_last=True).with_columns(
+        predicate.fill_null(False).alias("_p"),
+        (pl.int_range(pl.len()).over("rank")).alias("_i"),
+        pl.len().over("rank").alias("_n"),
+    ).with_columns((pl.col("_p") != pl.col("_p").shift(1).over("rank")).fill_null(True).cum_sum().alias("_run"))
+    out = (
+        flagged.filter(pl.col("_p"))
+        .group_by("rank", "_run", maintain_order=True)
+        .agg(
+            pl.col("step").first().alias("start_step"),
+            pl.col("step").last().alias("end_step"),
+            pl.len().alias("points"),
+            pl.col("value").first().alias("start_value"),
+            pl.col("value").last().alias("end_value"),
+            pl.col("file").first(),
+            pl.col("line").first(),
+            (pl.col("_i").last() == pl.col("_n").last() - 1).alias("to_end"),
+        )
+        .filter(pl.col("points") >= min_points)
+        .drop("_run")
+        .sort("start_step", "rank", nulls_last=True)
+    )
+    return out
+
+
+def onset(s: pl.DataFrame, predicate: pl.Expr, min_points: int = 1) -> Onset | None:
+    """The first step (over all ranks) from which `predicate` holds for >= `min_points` consecutive logged points."""
+    r = runs(s, predicate, min_points)
+    if r.height == 0:
+        return None
+    row = r.row(0, named=True)
+    return Onset(step=row["start_step"], end_step=row["end_step"], points=row["points"], value=row["start_value"],
+                 rank=row["rank"], file=row["file"], line=row["line"], to_end=row["to_end"])
+
+
+def first_nonfinite(s: pl.DataFrame) -> Onset | None:
+    """The first NaN/Inf value and how many consecutive logged points stay non-finite."""
+    return onset(s, ~pl.col("value").is_finite(), 1)
+
+
+# --------------------------------------------------------------------------------------------
+# Rolling median / MAD spikes
+# --------------------------------------------------------------------------------------------
+
+
+def robust_z(s: pl.DataFrame, window: int = 50, min_points: int = 10,
+             rel_floor: float = 0.01, abs_floor: float = 1e-12) -> pl.DataFrame:
+    """Add the trailing rolling median, MAD and robust z-score of each finite point, per rank.
+
+    The baseline of point i is the median of the `window` finite points before it (the
+    point itself is excluded, so a spike does not raise its own baseline). The MAD is the
+    trailing median of |x - baseline| (a streaming approximation of the window MAD),
+    scaled by 1.4826 to match a standard deviation under normality, and floored at
+    `rel_floor * |median|` so that a perfectly flat series does not turn noise into
+    infinite z-scores. Non-finite rows are dropped.
+    """
+    f = _ensure_cols(s).filter(pl.col("value").is_finite()).sort("rank", "step", nulls_last=True)
+    med = pl.col("value").rolling_median(window, min_samples=min_points).shift(1).over("rank")
+    f = f.with_columns(med.alias("median"))
+    dev = (pl.col("value") - pl.col("median")).abs()
+    f = f.with_columns(dev.rolling_median(window, min_samples=max(1, min_points // 2)).shift(1).over("rank").alias("mad"))
+    scale = pl.max_horizontal(1.4826 * pl.col("mad"), rel_floor * pl.col("median").abs(), pl.lit(abs_floor))
+    return f.with_columns(((pl.col("value") - pl.col("median")) / scale).alias("z"), scale.alias("scale"))
+
+
+def spikes(s: pl.DataFrame, k: float = 5.0, window: int = 50, min_points: int = 10,
+           rel_floor: float = 0.01, direction: str = "up") -> pl.DataFrame:
+    """Points more than `k` robust deviations from their trailing median (`up`, `down` or `both`).
+
+    Columns: those of the series plus median, mad, scale, z, ratio (value / median).
+    """
+    z = robust_z(s, window, min_points, rel_floor)
+    cond = {"up": pl.col("z") > k, "down": pl.col("z") < -k, "both": pl.col("z").abs() > k}[direction]
+    return z.filter(cond.fill_null(False)).with_columns((pl.col("value") / pl.col("median")).alias("ratio"))
+
+
+def recovered(s: pl.DataFrame, after_step: int, level: float, within: int = 20, rel_tol: float = 0.1,
+              rank: int | None = None) -> bool:
+    """Whether some finite value within `within` points after `after_step` returns to `level` (+ rel_tol)."""
+    f = _ensure_cols(s).filter(pl.col("step") > after_step)
+    if rank is not None:
+        f = f.filter(pl.col("rank") == rank)
+    f = f.sort("step").head(within)
+    ok = f.filter(pl.col("value").is_finite() & (pl.col("value") <= level * (1 + rel_tol) + 1e-12))
+    return ok.height > 0
+
+
+# --------------------------------------------------------------------------------------------
+# Trend
+# --------------------------------------------------------------------------------------------
+
+
+def trends(s: pl.DataFrame, by: str | None = "rank") -> pl.DataFrame:
+    """Least-squares slope of value on step with R², per group, over finite values.
+
+    Columns: [by], n, slope, intercept, r2, first_step, last_step, first_fit, last_fit.
+    R² is 1 for a perfect line and 0 when step explains none of the variance (also 0
+    when the series is constant).
+    """
+    f = _ensure_cols(s).filter(pl.col("value").is_finite() & pl.col("step").is_not_null())
+    x = pl.col("step").cast(pl.Float64)
+    y = pl.col("value")
+    aggs = [
+        pl.len().alias("n"),
+        (pl.cov(x, y) / x.var()).alias("slope"),
+        x.mean().alias("_mx"),
+        y.mean().alias("_my"),
+        pl.when(y.var() > 0).then(pl.corr(x, y) ** 2).otherwise(0.0).alias("r2"),
+        pl.col("step").min().alias("first_step"),
+        pl.col("step").max().alias("last_step"),
+    ]
+    g = f.group_by(by, maintain_order=True).agg(aggs) if by else f.select(aggs)
+    g = g.with_columns(pl.col("slope").fill_nan(0.0).fill_null(0.0), pl.col("r2").fill_nan(0.0))
+    g = g.with_columns((pl.col("_my") - pl.col("slope") * pl.col("_mx")).alias("intercept")).with_columns(
+        (pl.col("intercept") + pl.col("slope") * pl.col("first_step")).alias("first_fit"),
+        (pl.col("intercept") + pl.col("slope") * pl.col("last_step")).alias("last_fit"),
+    )
+    return g.drop("_mx", "_my")
+
+
+def trend(s: pl.DataFrame) -> Trend | None:
+    """The least-squares trend of the whole series (all ranks pooled); None with fewer than 3 finite points."""
+    g = trends(s, by=None)
+    if g.height == 0 or g.item(0, "n") < 3:
+        return None
+    r = g.row(0, named=True)
+    return Trend(slope=r["slope"], intercept=r["intercept"], r2=r["r2"], n=r["n"], first_step=r["first_step"],
+                 last_step=r["last_step"], first_fit=r["first_fit"], last_fit=r["last_fit"])
+
+
+# --------------------------------------------------------------------------------------------
+# Plateaus
+# --------------------------------------------------------------------------------------------
+
+
+def plateaus(s: pl.DataFrame, rel_tol: float = 0.02, min_points: int = 20, q: float = 0.05) -> pl.DataFrame:
+    """Stretches where every `min_points`-point window stays within `rel_tol` of its median, per rank.
+
+    The spread of a window is (quantile(1-q) - quantile(q)) / |median|, so one outlier
+    in a window does not break a plateau. A point is on a plateau when some flat window
+    covers it; consecutive covered points form one plateau. Finite values only.
+    Columns: rank, start_step, end_step, points, level, rel_spread, rel_drift, to_end, file, line.
+    """
+    f = _ensure_cols(s).filter(pl.col("value").is_finite()).sort("rank", "step", nulls_last=True)
+    w = min_points
+    v = pl.col("value")
+    f = f.with_columns(
+        v.rolling_quantile(1 - q, window_size=w, interpolation="nearest").over("rank").alias("_hi"),
+        v.rolling_quantile(q, window_size=w, interpolation="nearest").over("rank").alias("_lo"),
+        v.rolling_median(w).over("rank").alias("_med"),
+        pl.int_range(pl.len()).over("rank").alias("_i"),
+        pl.len().over("rank").alias("_n"),
+    )
+    eps = 1e-12
+    flat_end = ((pl.col("_hi") - pl.col("_lo")) <= rel_tol * pl.col("_med").abs() + eps).fill_null(False)
+    f = f.with_columns(flat_end.alias("_flat"))
+    # A point is covered when a flat window ends at it or within the next w-1 points.
+    f = f.with_columns(
+        pl.col("_flat").cast(pl.Int8).reverse().rolling_max(w, min_samples=1).reverse().over("rank").cast(pl.Boolean)
+        .alias("_cov")
+    )
+    f = f.with_columns((pl.col("_cov") != pl.col("_cov").shift(1).over("rank")).fill_null(True).cum_sum().alias("_run"))
+    # The median of each flat window, keyed by the index of its last point, for the drift.
+    g = (
+        f.filter(pl.col("_cov"))
+        .group_by("rank", "_run", maintain_order=True)
+        .agg(
+            pl.col("step").first().alias("start_step"),
+            pl.col("step").last().alias("end_step"),
+            pl.len().alias("points"),
+            v.median().alias("level"),
+            ((v.quantile(1 - q, "nearest") - v.quantile(q, "nearest")) / v.median().abs()).alias("rel_spread"),
+            pl.col("_med").filter(pl.col("_flat")).first().alias("_m0"),
+            pl.col("_med").filter(pl.col("_flat")).last().alias("_m1"),
+            (pl.col("_i").last() == pl.col("_n").last() - 1).alias("to_end"),
+            pl.col("file").first(),
+            pl.col("line").first(),
+        )
+        .with_columns(((pl.col("_m1") - pl.col("_m0")) / pl.col("level").abs()).alias("rel_drift"))
+        .filter(pl.col("points") >= w)
+        .drop("_run", "_m0", "_m1")
+        .sort("start_step", "rank", nulls_last=True)
+    )
+    return g
+
+
+def plateau(s: pl.DataFrame, rel_tol: float = 0.02, min_points: int = 20, q: float = 0.05,
+            to_end: bool = False) -> Plateau | None:
+    """The first plateau (or the first one that lasts until the end, with `to_end`)."""
+    g = plateaus(s, rel_tol, min_points, q)
+    if to_end:
+        g = g.filter(pl.col("to_end"))
+    if g.height == 0:
+        return None
+    r = g.row(0, named=True)
+    return Plateau(start_step=r["start_step"], end_step=r["end_step"], points=r["points"], level=r["level"],
+                   rel_spread=r["rel_spread"], rel_drift=r["rel_drift"], to_end=r["to_end"], rank=r["rank"],
+                   file=r["file"], line=r["line"])
+
+
+# --------------------------------------------------------------------------------------------
+# Doubling / halving runs (loss scale)
+# --------------------------------------------------------------------------------------------
+
+
+def scale_runs(s: pl.DataFrame, up: float = 1.5, down: float = 0.75) -> ScaleRuns | None:
+    """Count the loss scale's doublings and halvings and the longest consecutive run of each.
+
+    Only points where the value changes are considered (GradScaler and DeepSpeed hold
+    the scale for hundreds of steps between changes); a change by a factor >= `up`
+    counts as a doubling, <= `down` as a halving. Pooled over ranks after taking the
+    lowest rank (the scale is global). Finite values only.
+    """
+    f = _ensure_cols(s).filter(pl.col("value").is_finite())
+    if f.height == 0:
+        return None
+    first_rank = f.get_column("rank").drop_nulls().min() if f.get_column("rank").null_count() < f.height else None
+    if first_rank is not None:
+        f = f.filter(pl.col("rank") == first_rank)
+    f = f.sort("step")
+    ch = f.with_columns((pl.col("value") / pl.col("value").shift(1)).alias("factor")).filter(
+        pl.col("factor").is_not_null() & (pl.col("factor") != 1.0)
+    )
+    ch = ch.with_columns(
+        pl.when(pl.col("factor") >= up).then(1).when(pl.col("factor") <= down).then(-1).otherwise(0).alias("dir")
+    ).with_columns((pl.col("dir") != pl.col("dir").shift(1)).fill_null(True).cum_sum().alias("_run"))
+    rl = ch.group_by("_run", maintain_order=True).agg(
+        pl.col("dir").first(), pl.len().alias("n"), pl.col("step").first().alias("start")
+    )
+
+    def longest(d: int) -> tuple[int, int | None]:
+        r = rl.filter(pl.col("dir") == d).sort("n", "start", descending=[True, False])
+        return (r.item(0, "n"), r.item(0, "start")) if r.height else (0, None)
+
+    lu, lus = longest(1)
+    ld, lds = longest(-1)
+    vmin = f.get_column("value").min()
+    imin = f.filter(pl.col("value") == vmin).row(0, named=True)
+    imax = f.sort("value", descending=True).row(0, named=True)
+    over = f.filter(pl.col("value") > FP16_MAX)
+    return ScaleRuns(
+        ups=int((ch.get_column("dir") == 1).sum()), downs=int((ch.get_column("dir") == -1).sum()),
+        longest_up=lu, longest_up_start=lus, longest_down=ld, longest_down_start=lds,
+        first=_point(f.row(0, named=True)), last=_point(f.row(-1, named=True)),
+        min=_point(imin), max=_point(imax), steps_at_min=int((f.get_column("value") == vmin).sum()),
+        above_fp16_max=_point(over.row(0, named=True)) if over.height else None,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Learning-rate shape
+# --------------------------------------------------------------------------------------------
+
+
+def lr_anomalies(
+    s: pl.DataFrame,
+    *,
+    scheduled: bool | None = None,
+    min_points: int = 3,
+    jump_factor: float = 3.0,
+    jump_share: float = 0.25,
+    rise_tol: float = 0.05,
+    decay_tol: float = 0.1,
+    stair_min_levels: int = 3,
+    stair_min_points: int = 3,
+    stair_small_drop: float = 0.7,
+) -> list[LRAnomaly]:
+    """Compare a logged LR series (one rank: the lowest) with warmup/decay shapes.
+
+    Reports, in step order:
+    * `zero_while_training`: LR exactly 0 for >= `min_points` consecutive points other
+      than the start of a warmup (a decay that reaches 0 only at the last points is normal).
+    * `warmup_jump`: in the rising (warmup) part, one increment larger than `jump_factor`
+      times the median increment and than `jump_share` of the peak.
+    * `rising_after_decay`: once LR fell below (1 - decay_tol) * peak, it rises again by
+      more than `rise_tol` * peak above its lowest value since (a restarted scheduler).
+    * `constant_when_scheduled`: only when `scheduled` is True: LR never changes.
+    * `staircase`: LR is piecewise constant with >= `stair_min_levels` levels of >=
+      `stair_min_points` points each and every drop is small (new/old > `stair_small_drop`):
+      a per-step schedule stepped once per epoch. StepLR/MultiStepLR (drops by x0.1 or
+      x0.5) do not match.
+    """
+    f = _ensure_cols(s).filter(pl.col("value").is_finite())
+    if f.height < 2:
+        return []
+    ranks = f.get_column("rank").drop_nulls()
+    if ranks.len():
+        f = f.filter(pl.col("rank") == ranks.min())
+    f = f.sort("step").with_columns(pl.int_range(pl.len()).alias("_i"))
+    v = pl.col("value")
+    out: list[LRAnomaly] = []
+    peak = float(f.get_column("value").max())
+    n = f.height
+    ipeak = int(f.filter(v == peak).item(0, "_i"))
+
+    def anomaly(kind: str, row: dict, detail: str, **numbers) -> LRAnomaly:
+        return LRAnomaly(kind=kind, step=row["step"], value=row["value"], detail=detail, rank=row["rank"],
+                         file=row["file"], line=row["line"], numbers=numbers)
+
+    # Zero LR: runs of exact zeros; a leading run followed by a rise is a warmup start,
+    # a trailing run shorter than min_points is the end of a decay to zero.
+    zr = runs(f, v == 0.0, 1)
+    for z in zr.iter_rows(named=True):
+        leading = z["start_step"] == f.item(0, "step") and not z["to_end"]
+        if leading and z["points"] < min_points:
+            continue
+        if z["points"] < min_points:
+            continue
+        row = f.filter(pl.col("step") == z["start_step"]).row(0, named=True)
+        out.append(anomaly("zero_while_training", row,
+                           f"lr = 0 for {z['points']} logged points (steps {z['start_step']}-{z['end_step']})",
+                           points=z["points"], end_step=z["end_step"]))
+        break
+
+    # Warmup jump: increments over the rising prefix up to the peak.
+    if ipeak >= 2 and peak > 0:
+        inc = f.head(ipeak + 1).with_columns((v - v.shift(1)).alias("inc")).filter(pl.col("inc").is_not_null())
+        pos = inc.filter(pl.col("inc") > 0)
+        if pos.height >= 2:
+            med = float(pos.get_column("inc").median())
+            big = inc.filter((pl.col("inc") > jump_factor * med) & (pl.col("inc") > jump_share * peak))
+            # A jump needs a gradual rise before it; a schedule that starts at its peak has no warmup.
+            if big.height and pos.height >= 3:
+                row = big.row(0, named=True)
+                out.append(anomaly("warmup_jump", row,
+                                   f"lr jumps by {row['inc']:.3g} in one logged point (median warmup increment "
+                                   f"{med:.3g}, peak {peak:.3g})", jump=row["inc"], median_increment=med, peak=peak))
+
+    # Rising after decay: after the first point below (1 - decay_tol) * peak (past the peak).
+    post = f.filter(pl.col("_i") >= ipeak)
+    dec = post.filter(v < (1 - decay_tol) * peak)
+    if dec.height and peak > 0:
+        i0 = int(dec.item(0, "_i"))
+        tail = f.filter(pl.col("_i") >= i0).with_columns(v.cum_min().alias("_low"))
+        rise = tail.filter(v > pl.col("_low") + rise_tol * peak)
+        if rise.height:
+            row = rise.row(0, named=True)
+            out.append(anomaly("rising_after_decay", row,
+                               f"lr rises to {row['value']:.3g} after decaying to {row['_low']:.3g} "
+                               f"(peak {peak:.3g})", low=row["_low"], peak=peak, decay_step=int(dec.item(0, "step"))))
+
+    levels = f.with_columns((v != v.shift(1)).fill_null(True).cum_sum().alias("_lvl")).group_by(
+        "_lvl", maintain_order=True
+    ).agg(pl.len().alias("n"), v.first().alias("value"), pl.col("step").first().alias("step"))
+
+    if scheduled and levels.height == 1 and n >= min_points:
+        out.append(anomaly("constant_when_scheduled", f.row(0, named=True),
+                           f"lr constant at {peak:.3g} over {n} logged points although a schedule is configured",
+                           points=n))
+
+    # Staircase: piecewise constant, long flat levels, small drops.
+    if levels.height >= stair_min_levels:
+        inner = levels.slice(0, levels.height - 1)  # the last level may be cut short by the end of the run
+        ratios = (levels.get_column("value") / levels.get_column("value").shift(1)).slice(1)
+        long_levels = bool((inner.get_column("n") >= stair_min_points).all())
+        drops = bool((ratios < 1).all())
+        small = bool((ratios > stair_small_drop).all())
+        if long_levels and drops and small and n >= stair_min_levels * stair_min_points:
+            second = levels.row(1, named=True)
+            row = f.filter(pl.col("step") == second["step"]).row(0, named=True)
+            out.append(anomaly("staircase", row,
+                               f"lr is a staircase of {levels.height} levels of ~{int(inner.get_column('n').median())} "
+                               f"logged points, each drop x{float(ratios.median()):.4g}: a per-step schedule stepped "
+                               "once per epoch", levels=levels.height,
+                               points_per_level=int(inner.get_column("n").median()),
+                               drop_ratio=float(ratios.median())))
+    return sorted(out, key=lambda a: a.step)
+
+
+# --------------------------------------------------------------------------------------------
+# Across ranks
+# --------------------------------------------------------------------------------------------
+
+
+def rank_spread(s: pl.DataFrame, min_ranks: int = 2) -> pl.DataFrame:
+    """Per step logged by >= `min_ranks` ranks: the relative spread of the ranks' values.
+
+    Columns: step, ranks, min, max, median, rel_diff ((max - min) / max(|median|, tiny)),
+    worst_rank (the rank farthest from the median), line and file of that rank's row.
+    Finite values only; sorted by step.
+    """
+    f = _ensure_cols(s).filter(pl.col("value").is_finite() & pl.col("rank").is_not_null())
+    g = f.with_columns(pl.col("value").median().over("step").alias("_med"), pl.len().over("step").alias("ranks"))
+    g = g.filter(pl.col("ranks") >= min_ranks).with_columns((pl.col("value") - pl.col("_med")).abs().alias("_dev"))
+    agg = g.sort("step", "_dev", "rank", descending=[False, True, False]).group_by("step", maintain_order=True).agg(
+        pl.col("ranks").first(),
+        pl.col("value").min().alias("min"),
+        pl.col("value").max().alias("max"),
+        pl.col("_med").first().alias("median"),
+        pl.col("rank").first().alias("worst_rank"),
+        pl.col("line").first(),
+        pl.col("file").first(),
+    )
+    return agg.with_columns(
+        ((pl.col("max") - pl.col("min")) / pl.max_horizontal(pl.col("median").abs(), pl.lit(1e-12))).alias("rel_diff")
+    ).sort("step")
+
+
+def identical_across_ranks(s: pl.DataFrame, rel_tol: float = 0.0) -> Identical:
+    """How many steps logged by >= 2 ranks carry the same value on every rank (within `rel_tol`)."""
+    sp = rank_spread(s)
+    ranks = sorted(_ensure_cols(s).get_column("rank").drop_nulls().unique().to_list())
+    if sp.height == 0:
+        return Identical(ranks=ranks, common_steps=0, identical_steps=0, first_step=None, first_identical=None)
+    same = sp.filter(pl.col("rel_diff") <= rel_tol)
+    return Identical(ranks=ranks, common_steps=sp.height, identical_steps=same.height,
+                     first_step=int(sp.item(0, "step")),
+                     first_identical=int(same.item(0, "step")) if same.height else None)
+
+
+def per_rank(s: pl.DataFrame) -> pl.DataFrame:
+    """Per rank: points, first/last step, median, p90 of finite values and the ratio of its median to the
+    median of the other ranks' medians (a straggler's step time has ratio > 1)."""
+    f = _ensure_cols(s).filter(pl.col("value").is_finite())
+    g = f.group_by("rank").agg(
+        pl.len().alias("points"),
+        pl.col("step").min().alias("first_step"),
+        pl.col("step").max().alias("last_step"),
+        pl.col("value").median().alias("median"),
+        pl.col("value").quantile(0.9, "linear").alias("p90"),
+    ).sort("rank", nulls_last=True)
+    meds = g.get_column("median").to_list()
+    others = [
+        float(pl.Series([m for j, m in enumerate(meds) if j != i]).median()) if len(meds) > 1 else float("nan")
+        for i in range(len(meds))
+    ]
+    return g.with_columns(pl.Series("others_median", others, pl.Float64)).with_columns(
+        (pl.col("median") / pl.col("others_median")).alias("ratio")
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Across runs
+# --------------------------------------------------------------------------------------------
+
+
+def first_divergence(a: pl.DataFrame, b: pl.DataFrame, rel_tol: float = 1e-6, min_points: int = 1) -> Onset | None:
+    """The first step where two runs' series (lowest rank of each) differ by more than `rel_tol`
+    relative, for >= `min_points` consecutive common steps. The onset quotes run `a`'s row and
+    its value; NaN in only one of the runs counts as a difference."""
+
+    def low(x: pl.DataFrame) -> pl.DataFrame:
+        x = _ensure_cols(x)
+        r = x.get_column("rank").drop_nulls()
+        return x.filter(pl.col("rank") == r.min()) if r.len() else x
+
+    j = low(a).join(low(b).select("step", pl.col("value").alias("other")), on="step", how="inner")
+    diff = (pl.col("value") - pl.col("other")).abs() / pl.max_horizontal(
+        pl.col("value").abs(), pl.col("other").abs(), pl.lit(1e-12)
+    )
+    nan_mismatch = pl.col("value").is_nan() != pl.col("other").is_nan()
+    pred = nan_mismatch | (pl.col("value").is_finite() & pl.col("other").is_finite() & (diff > rel_tol))
+    return onset(j.with_columns(pl.lit(None, pl.Int32).alias("rank")), pred, min_points)
+
+
+# --------------------------------------------------------------------------------------------
+# Time per step from timestamps
+# --------------------------------------------------------------------------------------------
+
+
+def step_seconds(s: pl.DataFrame) -> pl.DataFrame:
+    """Seconds per step derived from the timestamps of consecutive logged steps (per rank).
+
+    The result is a series (value = seconds per step over the interval ending at that
+    row's step) for logs that print a timestamp but no step time. Rows without ts drop out.
+    """
+    f = _ensure_cols(s).filter(pl.col("ts").is_not_null()).sort("rank", "step", nulls_last=True)
+    dt = (pl.col("ts") - pl.col("ts").shift(1)).dt.total_microseconds().over("rank") / 1e6
+    dstep = (pl.col("step") - pl.col("step").shift(1)).over("rank")
+    out = f.with_columns((dt / dstep).alias("value")).filter(pl.col("value").is_not_null() & (pl.col("value") >= 0))
+    return out
