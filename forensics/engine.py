@@ -161,9 +161,9 @@ def link(findings: list[Finding]) -> None:
             if b is None or b is a or not not_later(a.onset, b.onset):
                 continue
             # Mutual explanation with equal onsets: the stricter earlier one wins, else severity, else id.
-            if a.id in b.playbook.explains and not_later(b.onset, a.onset):
-                if (b.severity, a.id) > (a.severity, b.id):
-                    continue
+            mutual = a.id in b.playbook.explains and not_later(b.onset, a.onset)
+            if mutual and (b.severity, a.id) > (a.severity, b.id):
+                continue
             a.explains.append(b.id)
             b.explained_by.append(a.id)
             for c in b.playbook.causes:
