@@ -310,6 +310,8 @@ def robust_z(s: pl.DataFrame, window: int = 50, min_points: int = 10,
     dev = (pl.col("value") - pl.col("median")).abs()
     f = f.with_columns(dev.rolling_median(window, min_samples=max(1, min_points // 2)).shift(1).over("rank").alias("mad"))
     scale = pl.max_horizontal(1.4826 * pl.col("mad"), rel_floor * pl.col("median").abs(), pl.lit(abs_floor))
+    # No z-score until the MAD has its own minimum of samples: early points have no noise estimate.
+    scale = pl.when(pl.col("mad").is_not_null()).then(scale)
     return f.with_columns(((pl.col("value") - pl.col("median")) / scale).alias("z"), scale.alias("scale"))
 
 
