@@ -1,0 +1,1 @@
+"""Autograd and compiler playbooks: races and in-place errors, torch.compile recompilation."""

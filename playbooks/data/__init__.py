@@ -1,0 +1,1 @@
+"""Data playbooks: bad inputs, tokenizer mismatch, class imbalance, nondeterminism."""

@@ -1,0 +1,74 @@
+"""bad-input-data: labels or token ids out of range, NaN/Inf in inputs."""
+
+from __future__ import annotations
+
+from forensics.context import Context
+from playbooks.base import Playbook, declare
+from playbooks.evidence import detection, events, first_message, where
+from playbooks.model import Cause, Detection, Severity
+
+LABEL_CODES = ("label_out_of_range", "target_out_of_bounds", "nll_assert", "cuda_class_assert")
+INDEX_CODES = ("embedding_index_out_of_range", "index_select_assert")
+NAN_INPUT_CODES = ("nan_input", "nonfinite_input")
+
+PLAYBOOK = declare(
+    Playbook(
+        id="bad-input-data",
+        title="Invalid input data (labels, token ids, NaN inputs)",
+        category="data",
+        severity=Severity.CRITICAL,
+        tables=("events",),
+        explains=("device-assert", "nan-loss", "nccl-timeout", "silent-hang"),
+        causes=(
+            Cause("wrong_class_count", "Labels reach or exceed num_classes (or are negative, e.g. -1 padding not ignored)",
+                  verify="print(labels.min(), labels.max(), num_classes) for the failing batch",
+                  fix="Set num_classes to the real label count; use ignore_index=-100 for padding labels", prior=0.45),
+            Cause("vocab_mismatch", "Token ids exceed the embedding size (tokenizer and model vocabulary differ)",
+                  verify="print(input_ids.max(), model.get_input_embeddings().num_embeddings)",
+                  fix="model.resize_token_embeddings(len(tokenizer)); load the tokenizer that matches the model", prior=0.35,
+                  playbook="tokenizer-mismatch"),
+            Cause("corrupt_samples", "Corrupt samples (NaN/Inf features, broken records) in the data",
+                  verify="Scan the dataset with torch.isfinite and range checks in collate_fn",
+                  fix="Filter or repair the bad samples; validate in collate_fn", prior=0.2),
+        ),
+        verify="Validate each batch in collate_fn: label range, token id range, torch.isfinite",
+        fix="Fix the class count or vocabulary; filter corrupt samples",
+        thresholds={},
+        doc="""\
+## Symptom
+`Target 10 is out of bounds`, the device assert `t >= 0 && t < n_classes`, `IndexError: index out of
+range in self` from an embedding, `srcIndex < srcSelectDimSize`, or reports of NaN/Inf in inputs.
+
+## Why it matters
+On GPU the label error surfaces as an asynchronous device-side assert far from its cause; the fix is
+in the data or the class count, not the model.
+
+## Evidence
+`events` with label-range, index-range and non-finite-input codes.
+
+## Known false positives
+An `IndexError` from ordinary Python list indexing is not a data-range error; only the tensor forms above count.
+""",
+    )
+)
+
+
+@PLAYBOOK.detector(("events",))
+def detect(ctx: Context, th: dict) -> Detection | None:
+    """Label-range, embedding-index and non-finite-input errors."""
+    labels, index, nan = events(ctx, LABEL_CODES), events(ctx, INDEX_CODES), events(ctx, NAN_INPUT_CODES)
+    parts = [p for p in (labels, index, nan) if p.height]
+    if not parts:
+        return None
+    import polars as pl
+
+    ev = pl.concat(parts, how="vertical_relaxed").sort(["ts", "file", "line"], nulls_last=True)
+    causes: dict[str, float] = {}
+    if labels.height:
+        causes["wrong_class_count"] = 0.9
+    if index.height:
+        causes["vocab_mismatch"] = 0.9
+    if nan.height:
+        causes["corrupt_samples"] = 0.9
+    row = ev.row(0, named=True)
+    return detection(ev, f"invalid input data{where(row)}: {first_message(ev)}", causes, confidence=0.95)

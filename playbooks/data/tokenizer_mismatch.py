@@ -1,0 +1,75 @@
+"""tokenizer-mismatch: training and inference (or model and tokenizer) disagree on vocabulary or padding."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from forensics.context import Context
+from playbooks.base import Playbook, declare
+from playbooks.evidence import detection, events, first_message
+from playbooks.model import Cause, Detection, Severity
+
+VOCAB_CODES = ("embedding_size_mismatch", "vocab_size_mismatch", "state_dict_size_mismatch")
+PADDING_CODES = ("padding_side_warning", "pad_token_missing", "special_tokens_added")
+LENGTH_CODES = ("sequence_length_warning",)
+
+PLAYBOOK = declare(
+    Playbook(
+        id="tokenizer-mismatch",
+        title="Tokenizer and model disagree",
+        category="data",
+        severity=Severity.MEDIUM,
+        tables=("events",),
+        explains=("bad-input-data", "device-assert"),
+        causes=(
+            Cause("different_tokenizer", "A different tokenizer (or added special tokens) than the model's embedding was built for",
+                  verify="compare len(tokenizer) with model.get_input_embeddings().num_embeddings and the tokenizer files' hashes",
+                  fix="Load the tokenizer saved with the model; model.resize_token_embeddings(len(tokenizer)) after adding tokens", prior=0.5),
+            Cause("padding_side", "Padding side or pad token differs between training and generation",
+                  verify="print(tokenizer.padding_side, tokenizer.pad_token) in both places",
+                  fix="tokenizer.padding_side = 'left' for decoder-only generation; set pad_token explicitly", prior=0.3),
+            Cause("truncation", "Sequences longer than the model's maximum are fed without truncation",
+                  verify="max(len(ids)) vs model.config.max_position_embeddings",
+                  fix="truncation=True, max_length=model max", prior=0.2),
+        ),
+        verify="Compare tokenizer configs (vocab size, special tokens, padding side) between training and inference",
+        fix="Save and load one tokenizer with the model",
+        thresholds={},
+        doc="""\
+## Symptom
+Vocabulary/embedding size mismatches (`size mismatch for … embed_tokens.weight`), padding-side or
+pad-token warnings, special tokens added without resizing embeddings, sequence-length warnings.
+
+## Why it matters
+A silent tokenizer mismatch trains or evaluates on the wrong ids; in the worst case ids exceed the
+embedding and the run crashes with an index error far from the cause.
+
+## Evidence
+`events` with vocabulary, padding and length codes.
+
+## Known false positives
+`Token indices sequence length is longer than the specified maximum` alone is common and often
+harmless (the data is chunked later): on its own it gives a `low` finding only.
+""",
+    )
+)
+
+
+@PLAYBOOK.detector(("events",))
+def detect(ctx: Context, th: dict) -> Detection | None:
+    """Vocabulary mismatches (medium), padding and length warnings (low)."""
+    vocab, pad, length = events(ctx, VOCAB_CODES), events(ctx, PADDING_CODES), events(ctx, LENGTH_CODES)
+    parts = [p for p in (vocab, pad, length) if p.height]
+    if not parts:
+        return None
+    ev = pl.concat(parts, how="vertical_relaxed").sort(["ts", "file", "line"], nulls_last=True)
+    causes: dict[str, float] = {}
+    if vocab.height:
+        causes["different_tokenizer"] = 0.9
+    if pad.height:
+        causes["padding_side"] = 0.7
+    if length.height:
+        causes["truncation"] = 0.5
+    severity = Severity.MEDIUM if vocab.height else Severity.LOW
+    return detection(ev, f"tokenizer and model disagree: {first_message(vocab if vocab.height else ev)}", causes,
+                     confidence=0.85 if vocab.height else 0.5, severity=severity)

@@ -1,0 +1,65 @@
+"""cuda-context-corruption: invalid resource handles / contexts, CUDA re-initialised after fork, shared GPUs."""
+
+from __future__ import annotations
+
+from forensics.context import Context
+from playbooks.base import Playbook, declare
+from playbooks.evidence import detection, events, first_message, where
+from playbooks.model import Cause, Detection, Severity
+
+CODES = ("invalid_resource_handle", "invalid_device_context", "cuda_invalid_context", "cuda_fork_reinit",
+         "cuda_initialization_error", "cuda_busy_unavailable")
+
+PLAYBOOK = declare(
+    Playbook(
+        id="cuda-context-corruption",
+        title="Stale or shared CUDA context",
+        category="device",
+        severity=Severity.HIGH,
+        tables=("events", "gpu", "gpu_procs"),
+        explains=("nccl-timeout", "device-assert"),
+        causes=(
+            Cause("fork_after_cuda", "CUDA was initialised before fork (DataLoader workers or multiprocessing), so children use a stale context",
+                  verify="Look for torch.cuda calls before DataLoader(num_workers>0) / multiprocessing.Process; 'Cannot re-initialize CUDA in forked subprocess'",
+                  fix="multiprocessing.set_start_method('spawn') (or DataLoader(multiprocessing_context='spawn')); keep CUDA out of dataset __init__", prior=0.45),
+            Cause("threads_without_device_guard", "Threads use CUDA objects (streams, events, handles) created on another device or context",
+                  verify="Check every thread sets torch.cuda.set_device(...) before using streams/events",
+                  fix="torch.cuda.set_device per thread or `with torch.cuda.device(i):`; create streams in the thread that uses them", prior=0.3),
+            Cause("shared_gpu", "Several processes share one GPU (or its compute mode changed under the job)",
+                  verify="nvidia-smi --query-compute-apps=pid,used_memory --format=csv -lms 100; nvidia-smi -q | grep 'Compute Mode'",
+                  fix="One process per GPU (CUDA_VISIBLE_DEVICES per rank); keep the compute mode fixed", prior=0.25),
+        ),
+        verify="nvidia-smi --query-compute-apps=pid,used_memory --format=csv -lms 100",
+        fix="spawn instead of fork, per-thread device guards, one process per GPU",
+        thresholds={},
+        doc="""\
+## Symptom
+`CUDA error: invalid resource handle`, `invalid device context`, `Cannot re-initialize CUDA in forked
+subprocess`, `CUDA error: initialization error` in workers; nvidia-smi samples showing the compute mode
+flipping between Default and Exclusive_Process, or several processes on one GPU.
+
+## Why it matters
+These errors look random and move around the code; the cause is process/thread structure, not the op
+that fails.
+
+## Evidence
+`events` with context error codes; `gpu` compute mode per sample; `gpu_procs` PIDs per GPU.
+
+## Known false positives
+`invalid resource handle` can follow an earlier device-side assert (the context is then dead): the
+engine makes the assert the root when it comes first.
+""",
+    )
+)
+
+
+@PLAYBOOK.detector(("events",))
+def detect_events(ctx: Context, th: dict) -> Detection | None:
+    """Context errors in the logs."""
+    ev = events(ctx, CODES)
+    if ev.height == 0:
+        return None
+    text = " ".join(ev.get_column("message").to_list()[:20]).lower()
+    causes = {"fork_after_cuda": 0.9} if "fork" in text or "initialization error" in text else {"threads_without_device_guard": 0.6, "fork_after_cuda": 0.5, "shared_gpu": 0.4}
+    row = ev.row(0, named=True)
+    return detection(ev, f"CUDA context error{where(row)}: {first_message(ev)}", causes, confidence=0.85)

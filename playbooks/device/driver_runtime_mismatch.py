@@ -1,0 +1,75 @@
+"""driver-runtime-mismatch: the installed driver, CUDA runtime, NCCL or GPU architecture do not fit the wheel."""
+
+from __future__ import annotations
+
+from forensics.context import Context
+from playbooks.base import Playbook, declare
+from playbooks.evidence import detection, events, first_message
+from playbooks.model import Cause, Detection, Severity
+
+DRIVER_CODES = ("cuda_driver_insufficient", "cuda_driver_too_old", "nvml_driver_mismatch", "cuda_init_failed")
+ARCH_CODES = ("no_kernel_image", "cuda_arch_incompatible", "cuda_capability_warning")
+NCCL_CODES = ("nccl_version_mismatch",)
+
+PLAYBOOK = declare(
+    Playbook(
+        id="driver-runtime-mismatch",
+        title="Driver / CUDA runtime / GPU architecture mismatch",
+        category="device",
+        severity=Severity.CRITICAL,
+        tables=("events",),
+        explains=("nccl-timeout", "device-assert"),
+        causes=(
+            Cause("driver_too_old", "The NVIDIA driver is older than the CUDA runtime the wheel was built for",
+                  verify="nvidia-smi (driver / max CUDA version) vs python -c 'import torch; print(torch.version.cuda)'",
+                  fix="Install a wheel built for an older CUDA (e.g. the cu118 index) or upgrade the driver", prior=0.5),
+            Cause("wrong_arch", "The wheel has no kernels for this GPU architecture (sm_XX)",
+                  verify="python -c 'import torch; print(torch.cuda.get_arch_list(), torch.cuda.get_device_capability())'",
+                  fix="Install a build that includes this architecture, or build extensions with TORCH_CUDA_ARCH_LIST set", prior=0.35),
+            Cause("nccl_mismatch", "Different NCCL/CUDA versions across nodes or against the system library",
+                  verify="NCCL_DEBUG=VERSION on every node; python -m torch.utils.collect_env",
+                  fix="Use one container image on all nodes; don't LD_PRELOAD a different libnccl", prior=0.15),
+        ),
+        verify="nvidia-smi; python -m torch.utils.collect_env",
+        fix="Install the wheel that matches the driver and GPU architecture, identically on every node",
+        thresholds={},
+        doc="""\
+## Symptom
+`CUDA driver version is insufficient for CUDA runtime version`, `no kernel image is available for
+execution on the device`, `… with CUDA capability sm_XX is not compatible with the current PyTorch
+installation`, NCCL version mismatches.
+
+## Why it matters
+Nothing in the training code is wrong; the environment is. The run fails at its first CUDA call, or
+worse, one node of many differs.
+
+## Evidence
+`events` with driver, architecture and NCCL-version codes.
+
+## Known false positives
+None known for the error forms; the sm_XX compatibility text is a warning and rated lower when no error follows.
+""",
+    )
+)
+
+
+@PLAYBOOK.detector(("events",))
+def detect(ctx: Context, th: dict) -> Detection | None:
+    """Driver, architecture and NCCL-version errors."""
+    import polars as pl
+
+    drv, arch, nccl = events(ctx, DRIVER_CODES), events(ctx, ARCH_CODES), events(ctx, NCCL_CODES)
+    parts = [p for p in (drv, arch, nccl) if p.height]
+    if not parts:
+        return None
+    ev = pl.concat(parts, how="vertical_relaxed").sort(["ts", "file", "line"], nulls_last=True)
+    causes: dict[str, float] = {}
+    if drv.height:
+        causes["driver_too_old"] = 0.9
+    if arch.height:
+        causes["wrong_arch"] = 0.9
+    if nccl.height:
+        causes["nccl_mismatch"] = 0.8
+    only_warning = ev.filter(pl.col("severity") == "error").height == 0
+    return detection(ev, f"environment mismatch: {first_message(ev)}", causes,
+                     confidence=0.6 if only_warning else 0.95, severity=Severity.MEDIUM if only_warning else None)

@@ -1,0 +1,82 @@
+"""gpu-hardware-fault: Xid errors, uncorrectable ECC, a GPU fallen off the bus, retired pages."""
+
+from __future__ import annotations
+
+from forensics.context import Context
+from playbooks.base import Playbook, declare
+from playbooks.evidence import detection, events, first_message
+from playbooks.fields import field
+from playbooks.model import Cause, Detection, Severity
+
+CODES = ("xid", "xid_error", "ecc_uncorrectable", "cuda_ecc_error", "gpu_fallen_off_bus", "gpu_lost", "nvml_gpu_lost",
+         "row_remap_failure", "page_retirement")
+# Xid codes that mean the hardware (memory, bus, GPU) failed, not the program. 13/31/43 are usually application faults.
+HW_XIDS = {"48", "63", "64", "74", "79", "92", "94", "95", "119", "120", "123", "140"}
+
+PLAYBOOK = declare(
+    Playbook(
+        id="gpu-hardware-fault",
+        title="GPU hardware fault",
+        category="device",
+        severity=Severity.CRITICAL,
+        tables=("events", "gpu"),
+        explains=("nccl-timeout", "silent-hang", "device-assert", "cuda-context-corruption", "rank-straggler"),
+        causes=(
+            Cause("failing_gpu", "The GPU's memory or chip is failing (uncorrectable ECC, row-remap failure, Xid 48/63/64/94/95)",
+                  verify="nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER on the node; dmesg | grep -i xid",
+                  fix="Drain the node and hand it to the hardware team; resume from the last checkpoint elsewhere", prior=0.5),
+            Cause("bus_or_power", "The GPU fell off the bus (Xid 79) or lost power/PCIe link",
+                  verify="dmesg | grep -iE 'xid|fallen off|pcie'; nvidia-smi shows the GPU missing or ERR!",
+                  fix="Drain the node; check PCIe seating, power and cooling", prior=0.3),
+            Cause("nvlink", "NVLink errors (Xid 74)",
+                  verify="nvidia-smi nvlink -e",
+                  fix="Drain the node; NVLink/NVSwitch replacement", prior=0.2),
+        ),
+        verify="nvidia-smi -q -d ECC,PAGE_RETIREMENT; dmesg -T | grep -i xid",
+        fix="Drain the node",
+        thresholds={},
+        doc="""\
+## Symptom
+Kernel log `NVRM: Xid (PCI:…): N, …` lines, `uncorrectable ECC error encountered`, `GPU has fallen
+off the bus`, `Unable to determine the device handle for GPU … : GPU is lost`, pending retired pages
+or uncorrectable ECC counts in nvidia-smi samples, a GPU missing from later samples.
+
+## Why it matters
+No code change fixes failing hardware; the job must move off the node, and every other error on that
+rank (timeouts, asserts, context errors) is a consequence.
+
+## Evidence
+`events` (Xid, ECC, bus errors) and `gpu` (ECC counters, retired pages, missing GPUs).
+
+## Known false positives
+Xid 13, 31 and 43 are usually raised by application faults (illegal address, exception); they are
+reported with lower confidence.
+""",
+    )
+)
+
+
+@PLAYBOOK.detector(("events",))
+def detect_events(ctx: Context, th: dict) -> Detection | None:
+    """Xid, ECC and bus-loss lines in logs or kernel messages."""
+    ev = events(ctx, CODES)
+    if ev.height == 0:
+        return None
+    xids = ev.with_columns(field("xid").alias("xid")).get_column("xid").drop_nulls().unique().to_list()
+    text = " ".join(ev.get_column("message").to_list()[:50]).lower()
+    causes: dict[str, float] = {}
+    if {x for x in xids} & HW_XIDS or "ecc" in text or "remap" in text:
+        causes["failing_gpu"] = 0.9
+    if "79" in xids or "fallen off" in text or "gpu is lost" in text:
+        causes["bus_or_power"] = 0.9
+    if "74" in xids or "nvlink" in text:
+        causes["nvlink"] = 0.8
+    app_only = bool(xids) and not causes and set(xids) <= {"13", "31", "43"}
+    if not causes:
+        causes["failing_gpu"] = 0.3
+    xid_text = f" (Xid {', '.join(sorted(xids, key=lambda x: int(x) if x.isdigit() else 0))})" if xids else ""
+    return detection(ev, f"GPU hardware fault{xid_text}: {first_message(ev)}", causes,
+                     confidence=0.5 if app_only else 0.95, severity=Severity.MEDIUM if app_only else None,
+                     facts={"xids": sorted(xids)})
+
+

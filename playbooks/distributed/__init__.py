@@ -1,0 +1,1 @@
+"""Distributed playbooks: collective timeouts and mismatches, replica desync, stragglers."""

@@ -1,0 +1,68 @@
+"""collective-mismatch: ranks issued different collectives (sequence numbers, op types or shapes differ)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from forensics.context import Context
+from playbooks.base import Playbook, declare
+from playbooks.distributed.nccl_timeout import TIMEOUT_CODES
+from playbooks.evidence import detection, events, first_message, ranks_text
+from playbooks.fields import field
+from playbooks.model import Cause, Detection, Severity
+
+MISMATCH_CODES = ("collective_mismatch", "collective_fingerprint_mismatch", "desync_report", "gloo_size_mismatch")
+
+PLAYBOOK = declare(
+    Playbook(
+        id="collective-mismatch",
+        title="Ranks issued different collectives",
+        category="distributed",
+        severity=Severity.HIGH,
+        tables=("events",),
+        explains=("nccl-timeout", "silent-hang"),
+        causes=(
+            Cause("divergent_code_path", "A rank took a different code path (a collective inside a rank-dependent condition, early exit, extra eval step)",
+                  verify="TORCH_DISTRIBUTED_DEBUG=DETAIL prints the collective fingerprint of each rank; compare per-rank SeqNum",
+                  fix="Issue every collective on every rank, in the same order; move rank-conditional work outside collectives", prior=0.6),
+            Cause("uneven_data", "Ranks got a different number of batches, so one ran an extra step",
+                  verify="Print len(dataloader) on every rank",
+                  fix="DistributedSampler(drop_last=True) or the Join context manager for uneven inputs", prior=0.4),
+        ),
+        verify="TORCH_DISTRIBUTED_DEBUG=DETAIL; compare per-rank SeqNum and op types",
+        fix="Make every rank issue the same collectives with the same shapes in the same order",
+        thresholds={},
+        doc="""\
+## Symptom
+An explicit collective-mismatch report (`Detected mismatch between collectives on ranks`, fingerprint
+or size mismatches), or watchdog timeouts whose op types differ between ranks at the same point.
+
+## Why it matters
+Mismatched collectives deadlock or corrupt data; the timeout that follows hides the real bug.
+
+## Evidence
+`events`: mismatch reports; watchdog timeouts with `SeqNum` and `OpType` per rank.
+
+## Known false positives
+Different SeqNums alone can also mean one rank is merely slow: that is reported by `nccl-timeout`
+(cause desync_or_straggler); here the op types must differ or a mismatch must be reported.
+""",
+    )
+)
+
+
+@PLAYBOOK.detector(("events",))
+def detect(ctx: Context, th: dict) -> Detection | None:
+    """Explicit mismatch reports, or timeouts whose op types differ across ranks."""
+    ev = events(ctx, MISMATCH_CODES)
+    if ev.height:
+        return detection(ev, f"collective mismatch on {ranks_text(sorted({r for r in ev['rank'].to_list() if r is not None})) or 'the job'}: {first_message(ev)}",
+                         {"divergent_code_path": 0.8, "uneven_data": 0.4}, confidence=0.95)
+    to = events(ctx, TIMEOUT_CODES).with_columns(field("op").alias("op")).filter(pl.col("op").is_not_null() & pl.col("rank").is_not_null())
+    per_rank = to.group_by("rank").agg(pl.col("op").first())
+    if per_rank.get_column("op").n_unique() <= 1:
+        return None
+    ops = dict(per_rank.sort("rank").iter_rows())
+    desc = ", ".join(f"rank {r}: {op}" for r, op in ops.items())
+    return detection(to, f"ranks timed out in different collectives ({desc})", {"divergent_code_path": 0.7, "uneven_data": 0.5},
+                     confidence=0.8, facts={"op_by_rank": {str(k): v for k, v in ops.items()}})

@@ -1,0 +1,65 @@
+"""gradient-desync: replicas diverge (DDP reduction errors, unused parameters, metrics that must agree differ)."""
+
+from __future__ import annotations
+
+from forensics.context import Context
+from playbooks.base import Playbook, Threshold, declare
+from playbooks.evidence import detection, events, first_message, ranks_text
+from playbooks.model import Cause, Detection, Severity
+
+DDP_CODES = ("ddp_unused_parameters", "ddp_unfinished_reduction", "ddp_param_mismatch", "ddp_marked_ready_twice",
+             "gradient_mismatch")
+
+PLAYBOOK = declare(
+    Playbook(
+        id="gradient-desync",
+        title="Replicas out of sync",
+        category="distributed",
+        severity=Severity.HIGH,
+        tables=("events", "metrics"),
+        explains=("nccl-timeout", "collective-mismatch", "loss-spike"),
+        causes=(
+            Cause("unused_parameters", "Some parameters get no gradient in a step (conditional branches, frozen heads), so DDP's reduction never completes",
+                  verify="TORCH_DISTRIBUTED_DEBUG=DETAIL names the parameters that received no gradient",
+                  fix="DistributedDataParallel(find_unused_parameters=True), or make every parameter take part in the loss", prior=0.5),
+            Cause("not_wrapped", "The model (or part of it) is not wrapped in DDP/FSDP, so its gradients are never all-reduced",
+                  verify="print(type(model)) on every rank; compare a parameter checksum across ranks after a step",
+                  fix="Wrap the whole trainable model; all-reduce any gradients computed outside it", prior=0.3),
+            Cause("rank_local_randomness", "Rank-local randomness or data changes the graph per rank",
+                  verify="Seed every rank identically for model-side randomness; compare per-rank graphs",
+                  fix="Use the same seed for model randomness on all ranks; keep data randomness in the sampler", prior=0.2),
+        ),
+        verify="TORCH_DISTRIBUTED_DEBUG=DETAIL; all-reduce and compare a parameter checksum across ranks",
+        fix="Wrap the model correctly; find_unused_parameters=True where parts are conditionally used",
+        thresholds={
+            "rel_diff": Threshold(1e-3, "relative difference between ranks of a metric that must agree after all-reduce (grad norm)", "ours; anchors.md"),
+        },
+        doc="""\
+## Symptom
+DDP reports a reduction problem (`Expected to have finished reduction in the prior iteration before
+starting a new one`, parameters that did not receive grad, `marked ready twice`, parameter shape or
+count mismatch across ranks), or a metric that must be identical across ranks after all-reduce
+(gradient norm) differs between ranks.
+
+## Why it matters
+Replicas that drift apart train different models; the loss may still look fine on rank 0.
+
+## Evidence
+`events` (DDP errors) and `metrics` (per-rank series of values that must agree).
+
+## Known false positives
+Per-rank losses legitimately differ (each rank sees other data); only post-all-reduce values are compared.
+""",
+    )
+)
+
+
+@PLAYBOOK.detector(("events",))
+def detect_ddp_errors(ctx: Context, th: dict) -> Detection | None:
+    """DDP's unused-parameter / unfinished-reduction / mismatch errors."""
+    ev = events(ctx, DDP_CODES)
+    if ev.height == 0:
+        return None
+    causes = {"unused_parameters": 0.9} if "reduction" in first_message(ev) or "unused" in first_message(ev).lower() else {"not_wrapped": 0.6, "unused_parameters": 0.4}
+    ranks = ranks_text(sorted({r for r in ev["rank"].to_list() if r is not None}))
+    return detection(ev, f"DDP gradient reduction failed{' on ' + ranks if ranks else ''}: {first_message(ev)}", causes, confidence=0.95)

@@ -1,0 +1,98 @@
+"""nccl-timeout: a collective timed out or NCCL failed; find the first failing rank and why."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from forensics.context import Context
+from playbooks.base import Playbook, declare
+from playbooks.evidence import detection, events, first_message, ranks_text
+from playbooks.fields import field
+from playbooks.model import Cause, Detection, Severity
+
+TIMEOUT_CODES = ("nccl_watchdog_timeout", "nccl_work_timeout", "gloo_timeout", "nccl_heartbeat_timeout",
+                 "collective_timeout", "dist_store_timeout", "nccl_watchdog_terminated")
+ERROR_CODES = ("nccl_error", "nccl_system_error", "nccl_internal_error", "nccl_remote_error", "nccl_unhandled_cuda_error",
+               "nccl_warn", "nccl_invalid_usage", "dist_backend_error")
+NETWORK_TEXT = r"(?i)socket|connect|NET/IB|ibv_|network|Connection reset|remote process exited|ib_|RoCE"
+INTERFACE_TEXT = r"(?i)NCCL_SOCKET_IFNAME|Bootstrap : no socket interface|no socket interface found|No usable|failed to bind"
+
+PLAYBOOK = declare(
+    Playbook(
+        id="nccl-timeout",
+        title="Collective timeout / NCCL error",
+        category="distributed",
+        severity=Severity.HIGH,
+        tables=("events",),
+        explains=(),
+        causes=(
+            Cause("peer_died_first", "A peer rank failed first (its own error is the root cause); the others waited for it",
+                  verify="Find the earliest error on any rank: forensics analyze lists it as the root",
+                  fix="Fix the first failure; the timeouts are its consequence", prior=0.45),
+            Cause("desync_or_straggler", "Ranks issued different collectives or one rank fell behind (different SeqNum across ranks)",
+                  verify="Compare 'SeqNum' / 'last completed' across ranks' watchdog messages; TORCH_NCCL_DESYNC_DEBUG=1",
+                  fix="Make every rank issue the same collectives in the same order; balance data across ranks", prior=0.3,
+                  playbook="collective-mismatch"),
+            Cause("network", "Network or InfiniBand failure between nodes",
+                  verify="NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET; run nccl-tests all_reduce_perf across the nodes",
+                  fix="Fix the fabric or set NCCL_IB_DISABLE=1 to confirm; replace the faulty node", prior=0.15),
+            Cause("wrong_interface", "NCCL bound to the wrong network interface",
+                  verify="NCCL_DEBUG=INFO: check 'NET/Socket : Using' lines",
+                  fix="export NCCL_SOCKET_IFNAME=<the cluster interface>", prior=0.1),
+        ),
+        verify="NCCL_DEBUG=INFO TORCH_NCCL_DESYNC_DEBUG=1; nccl-tests all_reduce_perf",
+        fix="Fix the first failing rank; for genuine slowness raise the timeout (init_process_group(timeout=...)); NCCL_IB_DISABLE=1 / NCCL_SOCKET_IFNAME for fabric problems",
+        thresholds={},
+        doc="""\
+## Symptom
+A rank's watchdog reports `Watchdog caught collective operation timeout: WorkNCCL(SeqNum=…, OpType=…)`,
+a heartbeat-monitor abort, a gloo/store timeout, or an `NCCL error` (`unhandled system error`,
+`internal error`, `remote process exited or there was a network error`).
+
+## Why it matters
+A timeout is almost always a consequence: the rank that did not arrive failed or stalled first. The
+finding points to that rank when its own error is in the logs (the engine makes that error the root).
+
+## Evidence
+`events`: watchdog timeouts with their rank, SeqNum, op type, timeout and elapsed time; NCCL errors
+with their `Last error` detail; `NCCL WARN` lines.
+
+## Known false positives
+`NCCL INFO` chatter and the advice sentences that follow a timeout (`Due to the asynchronous nature of
+CUDA kernels …`) are not counted.
+""",
+    )
+)
+
+
+@PLAYBOOK.detector(("events",))
+def detect(ctx: Context, th: dict) -> Detection | None:
+    """Timeouts and NCCL errors, with the lagging rank told from the sequence numbers."""
+    timeouts = events(ctx, TIMEOUT_CODES)
+    errors = events(ctx, ERROR_CODES)
+    if timeouts.height == 0 and errors.height == 0:
+        return None
+    ev = pl.concat([p for p in (timeouts, errors) if p.height], how="vertical_relaxed").sort(["ts", "file", "line"], nulls_last=True)
+    causes: dict[str, float] = {"peer_died_first": 0.3}
+    facts: dict = {}
+    if timeouts.height:
+        seq = timeouts.with_columns(field("seq").cast(pl.Int64, strict=False).alias("seq"), field("op").alias("op"))
+        seqs = seq.filter(pl.col("seq").is_not_null() & pl.col("rank").is_not_null()).group_by("rank").agg(pl.col("seq").min())
+        if seqs.height > 1 and seqs.get_column("seq").n_unique() > 1:
+            causes["desync_or_straggler"] = 0.8
+            lag = seqs.sort("seq").row(0, named=True)
+            facts["lagging_rank"], facts["lagging_seq"] = lag["rank"], lag["seq"]
+        ops = seq.get_column("op").drop_nulls().unique().to_list()
+        if ops:
+            facts["op_types"] = sorted(ops)
+    text = pl.concat([ev.get_column("message"), ev.get_column("text")]).str.concat("\n")[0] if ev.height else ""
+    if pl.Series([text]).str.contains(NETWORK_TEXT)[0]:
+        causes["network"] = 0.6
+    if pl.Series([text]).str.contains(INTERFACE_TEXT)[0]:
+        causes["wrong_interface"] = 0.6
+    ranks = sorted({r for r in ev.get_column("rank").to_list() if r is not None})
+    kind = "collective timeout" if timeouts.height else "NCCL error"
+    summary = f"{kind} on {ranks_text(ranks) or 'an unknown rank'}: {first_message(timeouts if timeouts.height else errors)}"
+    if "lagging_rank" in facts:
+        summary += f" (rank {facts['lagging_rank']} is behind at SeqNum {facts['lagging_seq']})"
+    return detection(ev, summary, causes, confidence=0.9, facts=facts)

@@ -1,0 +1,74 @@
+"""Shared helpers for event-driven playbooks: select events, describe ranks, build detections."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from forensics.context import Context, evidence_rows, onset_of
+from playbooks.model import Detection, Severity
+
+
+def events(ctx: Context, codes: tuple[str, ...], *, text: str | None = None) -> pl.DataFrame:
+    """Events with one of `codes`, earliest first; advice lines never count as evidence.
+
+    `text` optionally keeps only events whose message or block text matches that regex.
+    """
+    ev = ctx.events_of(*codes).filter(pl.col("severity") != "advice")
+    if text is not None and ev.height:
+        ev = ev.filter(pl.col("message").str.contains(text) | pl.col("text").str.contains(text))
+    return ev
+
+
+def ranks_of(ev: pl.DataFrame) -> list[int]:
+    """The distinct ranks of some rows, sorted."""
+    if "rank" not in ev.columns:
+        return []
+    return sorted({int(r) for r in ev.get_column("rank").to_list() if r is not None})
+
+
+def ranks_text(ranks: list[int]) -> str:
+    """[0, 1, 2, 5] -> 'ranks 0-2, 5'; [3] -> 'rank 3'; [] -> ''."""
+    if not ranks:
+        return ""
+    spans: list[str] = []
+    start = prev = ranks[0]
+    for r in ranks[1:] + [None]:  # type: ignore[list-item]
+        if r is not None and r == prev + 1:
+            prev = r
+            continue
+        spans.append(f"{start}" if start == prev else f"{start}-{prev}")
+        if r is not None:
+            start = prev = r
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(spans)
+
+
+def where(row: dict) -> str:
+    """' on rank 3 at step 120' from a row's rank and step (parts omitted when unknown)."""
+    out = ""
+    if row.get("rank") is not None:
+        out += f" on rank {row['rank']}"
+    if row.get("step") is not None:
+        out += f" at step {row['step']}"
+    return out
+
+
+def detection(ev: pl.DataFrame, summary: str, causes: dict[str, float], *, confidence: float = 0.9,
+              severity: Severity | None = None, facts: dict | None = None) -> Detection:
+    """A Detection whose onset and evidence are the (onset-sorted) events `ev`."""
+    return Detection(
+        summary=summary,
+        onset=onset_of(ev),
+        evidence=evidence_rows(ev),
+        evidence_count=ev.height,
+        causes=causes,
+        confidence=confidence,
+        severity=severity,
+        facts=facts or {},
+        ranks=ranks_of(ev),
+    )
+
+
+def first_message(ev: pl.DataFrame) -> str:
+    """The message of the first event, trimmed for a summary."""
+    msg = str(ev.get_column("message")[0] or "")
+    return msg if len(msg) <= 160 else msg[:157] + "..."

@@ -1,0 +1,1 @@
+"""Operations playbooks: checkpoint failures, silent hangs."""

@@ -1,0 +1,94 @@
+"""checkpoint-failure: saving or loading a checkpoint failed (permissions, disk full, truncated archive)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from forensics.context import Context
+from playbooks.base import Playbook, declare
+from playbooks.evidence import detection, events, first_message, where
+from playbooks.model import Cause, Detection, Severity
+
+# Specific to checkpoints whatever the context.
+CORRUPT_CODES = ("checkpoint_corrupt", "zip_archive_corrupt", "safetensors_error", "unpickling_eof", "checkpoint_load_error")
+# Generic OS errors: they count only inside a save/load context (traceback or path).
+OS_CODES = ("permission_denied", "no_space_left", "disk_quota_exceeded", "read_only_filesystem")
+CONTEXT = r"(?i)torch/serialization\.py|torch\.save|save_pretrained|save_checkpoint|save_model|_save_checkpoint|checkpoint|safetensors|\.pt['\"]|\.pth['\"]|\.bin['\"]|\.ckpt|state_dict|save_file|load_state_dict"
+
+PLAYBOOK = declare(
+    Playbook(
+        id="checkpoint-failure",
+        title="Checkpoint save or load failed",
+        category="operations",
+        severity=Severity.HIGH,
+        tables=("events",),
+        explains=("nccl-timeout", "silent-hang"),
+        causes=(
+            Cause("not_writable", "The checkpoint folder is not writable (permissions, read-only mount)",
+                  verify="touch <output_dir>/probe && rm <output_dir>/probe as the job's user",
+                  fix="Point output_dir at a writable location; check the mount is read-write before training starts", prior=0.35),
+            Cause("disk_full", "The disk or quota filled up while writing",
+                  verify="df -h <output_dir>; quota -s",
+                  fix="Free space, keep fewer checkpoints (save_total_limit), write to larger storage", prior=0.35),
+            Cause("interrupted_write", "A checkpoint was truncated (job killed mid-write) and now fails to load",
+                  verify="python -c \"import zipfile; zipfile.ZipFile('ckpt.pt').testzip()\"; compare the file size with a good checkpoint",
+                  fix="Write to a temporary name and rename atomically; resume from the previous checkpoint", prior=0.3),
+        ),
+        verify="df -h; a write test in the checkpoint folder; zipfile test of the checkpoint",
+        fix="Check the output folder before training; atomic writes (temp file + rename); keep the previous checkpoint",
+        thresholds={},
+        doc="""\
+## Symptom
+Saving or loading a checkpoint failed: `PermissionError: [Errno 13] Permission denied` or
+`[Errno 28] No space left on device` inside `torch.save` / `save_pretrained`, `PytorchStreamReader
+failed reading zip archive: failed finding central directory`, safetensors header errors, an
+unpickling EOF on load.
+
+## Why it matters
+Hours of training are lost when the save fails at the end, and a truncated checkpoint breaks every resume.
+
+## Evidence
+`events`: archive/corruption codes always count; OS errors count only when their traceback or path
+shows a save/load (serialization frames, checkpoint paths).
+
+## Known false positives
+A `Permission denied` writing a log file or a cache is not a checkpoint failure; the context check
+filters it out.
+""",
+    )
+)
+
+
+def _in_checkpoint_context(ctx: Context, ev: pl.DataFrame) -> pl.DataFrame:
+    """Keep OS errors whose own text, or an enclosing traceback block, mentions a save/load."""
+    if ev.height == 0:
+        return ev
+    own = ev.filter(pl.col("text").str.contains(CONTEXT) | pl.col("message").str.contains(CONTEXT))
+    blocks = ctx.events.filter(pl.col("end_line") > pl.col("line")).filter(pl.col("text").str.contains(CONTEXT))
+    if blocks.height == 0:
+        return own
+    joined = ev.join(blocks.select("file", pl.col("line").alias("b0"), pl.col("end_line").alias("b1")), on="file")
+    inside = joined.filter((pl.col("line") >= pl.col("b0")) & (pl.col("line") <= pl.col("b1"))).select(ev.columns)
+    return pl.concat([own, inside], how="vertical_relaxed").unique(subset=["file", "line"])
+
+
+@PLAYBOOK.detector(("events",))
+def detect(ctx: Context, th: dict) -> Detection | None:
+    """Corrupt-archive errors, and permission / disk-full errors in a checkpoint context."""
+    corrupt = events(ctx, CORRUPT_CODES)
+    os_err = _in_checkpoint_context(ctx, events(ctx, OS_CODES))
+    parts = [p for p in (corrupt, os_err) if p.height]
+    if not parts:
+        return None
+    ev = pl.concat(parts, how="vertical_relaxed").sort(["ts", "file", "line"], nulls_last=True)
+    text = " ".join(ev.get_column("message").to_list()[:20])
+    causes: dict[str, float] = {}
+    if "Errno 13" in text or "ermission denied" in text or "Read-only" in text:
+        causes["not_writable"] = 1.0
+    if "Errno 28" in text or "No space left" in text or "quota" in text.lower():
+        causes["disk_full"] = 1.0
+    if corrupt.height:
+        causes["interrupted_write"] = 0.9
+    row = ev.row(0, named=True)
+    verb = "load" if corrupt.height and not os_err.height else "save"
+    return detection(ev, f"checkpoint {verb} failed{where(row)}: {first_message(ev)}", causes, confidence=0.9)

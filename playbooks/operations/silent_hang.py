@@ -1,0 +1,120 @@
+"""silent-hang: a rank's log stops without an error while the rest of the run goes on, or stuck-worker dumps."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+
+from forensics.context import Context, evidence_rows
+from playbooks.base import Playbook, Threshold, declare
+from playbooks.evidence import detection, events, first_message
+from playbooks.model import Cause, Detection, Onset, Severity
+
+DUMP_CODES = ("faulthandler_timeout", "py_spy_dump", "stack_dump", "nccl_heartbeat_timeout", "dataloader_timeout",
+              "nccl_watchdog_stuck")
+ERROR_SEVERITIES = ("error",)
+
+PLAYBOOK = declare(
+    Playbook(
+        id="silent-hang",
+        title="A rank stopped making progress without an error",
+        category="operations",
+        severity=Severity.HIGH,
+        tables=("events", "metrics"),
+        explains=("nccl-timeout", "rank-straggler"),
+        causes=(
+            Cause("collective_deadlock", "The rank is blocked in a collective the others never issued (or issued differently)",
+                  verify="py-spy dump --pid <pid> on the stuck rank; TORCH_NCCL_DUMP_ON_TIMEOUT=1 flight recorder",
+                  fix="Make all ranks issue the same collectives; add a timeout to init_process_group", prior=0.45),
+            Cause("stuck_dataloader", "The data loader is stuck (a worker deadlocked, a hung file system read)",
+                  verify="py-spy dump --pid <pid> shows the main thread in DataLoader __next__ / worker queue get",
+                  fix="DataLoader(timeout=...) to turn the hang into an error; fix the worker; check the file system", prior=0.3),
+            Cause("dead_peer", "A peer died silently (OOM-killed, node lost) and this rank waits forever",
+                  verify="Check the scheduler / dmesg of the other nodes for kills at that time",
+                  fix="Fix the peer's failure; use torchrun's elastic restart / heartbeat timeouts", prior=0.25),
+        ),
+        verify="py-spy dump --pid <pid>; TORCH_NCCL_DUMP_ON_TIMEOUT=1 (flight recorder)",
+        fix="As the cause says; add timeouts so hangs become errors",
+        thresholds={
+            "gap_minutes": Threshold(10, "minutes between a rank's last progress line and the end of the run's other logs", "ours; matches the default NCCL timeout"),
+            "lag_steps": Threshold(20, "steps a rank's last logged step trails the furthest rank", "ours"),
+        },
+        doc="""\
+## Symptom
+A rank's progress (step lines) stops while other ranks' logs go on for a long time (default 10
+minutes or 20 steps more), without an error on that rank; or stack dumps of stuck workers
+(`faulthandler` timeouts, `py-spy dump`, the NCCL heartbeat monitor reporting the watchdog stuck,
+`DataLoader timed out`).
+
+## Why it matters
+Hung jobs burn GPU hours until someone notices; the rank that stopped first is where to look.
+
+## Evidence
+`metrics` (last step and time per rank) against the latest time/step in any log; `events` for dumps
+and for errors that would explain the stop (a rank that ends with an error is a crash, not a hang).
+
+## Known false positives
+A rank that simply logs less often (only rank 0 logs metrics) is not compared: only ranks that log
+progress are. A run whose logs all end together is not a hang by this rule.
+""",
+    )
+)
+
+
+@PLAYBOOK.detector(("events",))
+def detect_dumps(ctx: Context, th: dict) -> Detection | None:
+    """Stack dumps and stuck-watchdog reports."""
+    ev = events(ctx, DUMP_CODES)
+    if ev.height == 0:
+        return None
+    text = " ".join(ev.get_column("message").to_list()[:20]).lower()
+    causes = {"stuck_dataloader": 0.8} if "dataloader" in text else {"collective_deadlock": 0.6, "dead_peer": 0.4}
+    return detection(ev, f"stuck process: {first_message(ev)}", causes, confidence=0.8)
+
+
+@PLAYBOOK.detector(("metrics",))
+def detect_stalled_rank(ctx: Context, th: dict) -> Detection | None:
+    """A rank whose progress lines end long before the rest of the run's logs."""
+    m = ctx.metrics.filter(pl.col("rank").is_not_null() & pl.col("step").is_not_null())
+    if m.height == 0 or m.get_column("rank").n_unique() < 2:
+        return None
+    last = m.sort("line").group_by("rank").agg(
+        pl.col("step").max().alias("last_step"), pl.col("ts").max().alias("last_ts"),
+        pl.col("file").last().alias("file"), pl.col("line").max().alias("line"),
+    )
+    ev = ctx.events
+    run_end = max([t for t in (ev.get_column("ts").max() if ev.height else None, m.get_column("ts").max()) if t is not None], default=None)
+    max_step = last.get_column("last_step").max()
+    stalled = []
+    for row in last.sort("rank").iter_rows(named=True):
+        by_time = run_end is not None and row["last_ts"] is not None and run_end - row["last_ts"] >= dt.timedelta(minutes=th["gap_minutes"])
+        by_step = max_step - row["last_step"] >= th["lag_steps"]
+        if not (by_time or by_step):
+            continue
+        # A rank that ended with its own error crashed; the crash playbooks explain it.
+        own_errors = ev.filter((pl.col("rank") == row["rank"]) & pl.col("severity").is_in(ERROR_SEVERITIES)
+                               & pl.col("code").is_in(DUMP_CODES).not_())
+        if row["last_ts"] is not None:
+            own_errors = own_errors.filter(pl.col("ts").is_null() | (pl.col("ts") >= row["last_ts"]))
+        else:
+            own_errors = own_errors.filter((pl.col("file") != row["file"]) | (pl.col("line") > row["line"]))
+        if own_errors.height:
+            continue
+        stalled.append(row)
+    if not stalled or len(stalled) == last.height:
+        return None
+    first = min(stalled, key=lambda r: (r["last_step"], r["rank"]))
+    rows = m.filter((pl.col("rank") == first["rank"]) & (pl.col("line") == first["line"]))
+    ranks = [r["rank"] for r in stalled]
+    gap = f", {(run_end - first['last_ts']).total_seconds() / 60:.0f} min before the run's last log line" if run_end is not None and first["last_ts"] is not None else ""
+    return Detection(
+        summary=f"rank {first['rank']} stopped at step {first['last_step']} (others reached step {max_step}){gap}, with no error of its own",
+        onset=Onset(step=first["last_step"], time=first["last_ts"], rank=first["rank"], file=first["file"], line=first["line"]),
+        evidence=evidence_rows(rows),
+        evidence_count=len(stalled),
+        causes={"collective_deadlock": 0.5, "stuck_dataloader": 0.4, "dead_peer": 0.4},
+        confidence=0.7,
+        facts={"stalled_ranks": ranks, "last_step": first["last_step"], "max_step": max_step},
+        ranks=ranks,
+    )

@@ -1,0 +1,1 @@
+"""Performance playbooks: GPU utilisation, data loading, syncs, launch overhead, overlap, throttling, step time."""

@@ -1,0 +1,49 @@
+"""dataloader-bottleneck: waiting for data takes a large share of step time (declaration; detectors per source)."""
+
+from __future__ import annotations
+
+from playbooks.base import Playbook, Threshold, declare
+from playbooks.model import Cause, Severity
+
+PLAYBOOK = declare(
+    Playbook(
+        id="dataloader-bottleneck",
+        title="Training waits for the data loader",
+        category="performance",
+        severity=Severity.MEDIUM,
+        tables=("metrics", "spans"),
+        explains=("low-gpu-utilization", "step-time-regression", "rank-straggler"),
+        causes=(
+            Cause("too_few_workers", "num_workers=0 or too few workers for the per-sample work",
+                  verify="grep num_workers in the launch config; top -H: are loader processes at 100% CPU?",
+                  fix="DataLoader(num_workers=<idle cores per GPU>, persistent_workers=True)", prior=0.45),
+            Cause("heavy_transforms", "Heavy per-sample transforms (decoding, augmentation, tokenisation) on the CPU",
+                  verify="Time one __getitem__; profile the worker",
+                  fix="Pre-process offline, cache decoded samples, move augmentation to the GPU", prior=0.35),
+            Cause("no_prefetch", "No pinned memory / prefetch, so copies and loading are not overlapped",
+                  verify="Profiler: Memcpy HtoD (Pageable) before each step",
+                  fix="pin_memory=True, .to(device, non_blocking=True), prefetch_factor", prior=0.2),
+        ),
+        verify="Profile one step: DataLoader __next__ share of step time; MetricLogger data time vs time",
+        fix="More workers, prefetch, cache preprocessing",
+        thresholds={
+            "data_share": Threshold(0.20, "share of step time spent waiting for data", "PLAYBOOKS.md dataloader-bottleneck (default >20%)"),
+            "min_steps": Threshold(5, "steps needed before the share is judged", "ours"),
+        },
+        doc="""\
+## Symptom
+Data-loader `__next__` spans (profiler) or logged data time (MetricLogger `data:` vs `time:`, the
+ImageNet example's `Data` vs `Time`) take a large share of step time (default more than 20%) while the
+GPU idles.
+
+## Why it matters
+Every millisecond waiting for data is lost throughput; more GPUs do not help.
+
+## Evidence
+`spans` (DataLoader `__next__` within `ProfilerStep#N`) and `metrics` (`data_time_ms`, `step_time_ms`).
+
+## Known false positives
+The first steps (workers starting) and the first step of each epoch are excluded.
+""",
+    )
+)

@@ -1,0 +1,49 @@
+"""step-time-regression: step time outliers or a steady rise over the run (declaration; detectors per source)."""
+
+from __future__ import annotations
+
+from playbooks.base import Playbook, Threshold, declare
+from playbooks.model import Cause, Severity
+
+PLAYBOOK = declare(
+    Playbook(
+        id="step-time-regression",
+        title="Steps get slower",
+        category="performance",
+        severity=Severity.MEDIUM,
+        tables=("metrics", "spans"),
+        explains=(),
+        causes=(
+            Cause("gc_or_checkpoint", "Periodic stalls: garbage collection, checkpoint saving, evaluation",
+                  verify="Do the slow steps line up with save/eval steps or gc.collect?",
+                  fix="Async checkpointing; gc.freeze() after setup; move eval off the critical path", prior=0.3),
+            Cause("memory_pressure", "Memory pressure (allocator retries, swapping) slows steps as memory grows",
+                  verify="torch.cuda.memory_stats()['num_alloc_retries']; host swap usage",
+                  fix="Fix the growth; reduce batch", prior=0.25, playbook="memory-leak"),
+            Cause("throttling", "The GPU throttles (thermal or power)", verify="nvidia-smi -q -d PERFORMANCE",
+                  fix="Fix cooling/power; move the job", prior=0.25, playbook="gpu-throttling"),
+            Cause("straggler", "One rank slows everyone", verify="Per-rank step times", fix="See rank-straggler", prior=0.2,
+                  playbook="rank-straggler"),
+        ),
+        verify="Plot per-step time; correlate with checkpoints, memory and clocks",
+        fix="As the ranked cause says",
+        thresholds={
+            "rise_ratio": Threshold(1.3, "late-run median step time relative to early-run median that counts as a regression", "ours"),
+            "outlier_mads": Threshold(5, "robust z-score (MADs above the rolling median) of an outlier step", "PLAYBOOKS.md loss-spike style; anchors.md"),
+            "min_steps": Threshold(20, "steps needed before judging a trend", "ours"),
+        },
+        doc="""\
+## Symptom
+Step-time outliers (far above the rolling median) or a steady rise of step time over the run.
+
+## Why it matters
+A run that slows by 30% costs 30% more; periodic stalls point at checkpoints, GC or throttling.
+
+## Evidence
+`metrics` (`step_time_ms`, elapsed time per iteration) and `spans` (ProfilerStep durations).
+
+## Known false positives
+The first steps (compilation, warm-up) and evaluation steps are excluded.
+""",
+    )
+)
