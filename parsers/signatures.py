@@ -1,8 +1,15 @@
-"""The signature table (signatures.toml) applied to candidate lines: one event per match."""
+"""The signature table (signatures.toml) applied to candidate lines: one event per match.
+
+Work per chunk: one Aho-Corasick pass finds which needles each candidate line holds,
+then each signature's regex runs only on the lines holding one of its needles. The
+named groups become the `fields` JSON object; `fallback` and `advice` signatures give
+way to more specific matches on the same line (see the header of signatures.toml).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -23,6 +30,8 @@ SCHEMA = {
 }
 
 TABLE = Path(__file__).with_name("signatures.toml")
+SEVERITIES = ("error", "warning", "info", "advice")
+_CODE_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -34,16 +43,61 @@ class Signature:
     needles: tuple[str, ...]
     regex: str
     source: str = ""
+    fallback: bool = False
+    const: dict = field(default_factory=dict, hash=False, compare=False)
+    derive: dict = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def groups(self) -> list[str]:
+        """Named capture groups of the regex, in order."""
+        return list(re.compile(self.regex).groupindex)
+
+
+def _expand(regex: str, macros: dict[str, str]) -> str:
+    for name, value in macros.items():
+        regex = regex.replace(f"%{name}%", value)
+    return regex
+
+
+def _check(sig: Signature) -> None:
+    """Reject table rows that would silently misbehave (a typo in data is a bug too)."""
+    where = f"signature {sig.code!r} ({sig.source})"
+    if not _CODE_RE.match(sig.code):
+        raise ValueError(f"{where}: code must be snake_case")
+    if sig.severity not in SEVERITIES:
+        raise ValueError(f"{where}: severity must be one of {SEVERITIES}")
+    if not sig.needles or any(not n for n in sig.needles):
+        raise ValueError(f"{where}: needs at least one non-empty needle")
+    compiled = re.compile(sig.regex)
+    if compiled.groups != len(compiled.groupindex):
+        raise ValueError(f"{where}: only named groups may capture; use (?:...)")
 
 
 @lru_cache(maxsize=1)
 def load() -> tuple[Signature, ...]:
-    """The signature table, in file order (earlier rows win nothing: every match is kept)."""
+    """The signature table, in file order (every match is kept, subject to fallback/advice rules)."""
     data = tomllib.loads(TABLE.read_text(encoding="utf-8"))
-    return tuple(
-        Signature(s["code"], s["severity"], tuple(s["needles"]), s["regex"], s.get("source", ""))
-        for s in data["signature"]
-    )
+    macros = data.get("macros", {})
+    out = []
+    for s in data["signature"]:
+        sig = Signature(
+            code=s["code"],
+            severity=s["severity"],
+            needles=tuple(s["needles"]),
+            regex=_expand(s["regex"], macros),
+            source=s.get("source", ""),
+            fallback=bool(s.get("fallback", False)),
+            const=dict(s.get("const", {})),
+            derive={k: dict(v) for k, v in s.get("derive", {}).items()},
+        )
+        _check(sig)
+        out.append(sig)
+    return tuple(out)
+
+
+def codes() -> list[str]:
+    """Every event code of the table."""
+    return sorted({s.code for s in load()})
 
 
 def needles() -> list[str]:
@@ -51,38 +105,173 @@ def needles() -> list[str]:
     return sorted({n for s in load() for n in s.needles})
 
 
-def _fields_json(regex: str) -> pl.Expr:
-    import re
+@lru_cache(maxsize=1)
+def _needle_index() -> tuple[list[str], pl.DataFrame]:
+    """Distinct needles (case-folded) and the (needle, signature index) pairs they select."""
+    pairs = [(n.lower(), i) for i, s in enumerate(load()) for n in s.needles]
+    uniq = sorted({n for n, _ in pairs})
+    return uniq, pl.DataFrame(pairs, schema={"_n": pl.String, "_sig": pl.Int32}, orient="row").unique()
 
-    names = list(re.compile(regex.replace("(?P<", "(?P<")).groupindex)
+
+# ---------------------------------------------------------------------------------------------
+# Sizes: "20.00 MiB", "0 bytes", "4.00 GiB" -> MiB (vectorised), for playbooks and `derive.sub`.
+# ---------------------------------------------------------------------------------------------
+
+_UNIT_MIB = {
+    "bytes": 1 / 1048576,
+    "b": 1 / 1048576,
+    "kib": 1 / 1024,
+    "kb": 1 / 1024,
+    "mib": 1.0,
+    "mb": 1.0,
+    "gib": 1024.0,
+    "gb": 1024.0,
+    "tib": 1048576.0,
+    "tb": 1048576.0,
+    "pib": 1073741824.0,
+    "pb": 1073741824.0,
+}
+
+
+def size_to_mib(size: pl.Expr) -> pl.Expr:
+    """Size text as printed by PyTorch / DeepSpeed (`546.00 MiB`, `0 bytes`, `4 GB`) to MiB.
+
+    Decimal-looking units (KB/MB/GB) are read as binary, as torch and DeepSpeed compute them.
+    Unparseable text gives null.
+    """
+    number = size.str.extract(r"^\s*([\d.]+)\s*[A-Za-z]", 1).cast(pl.Float64, strict=False)
+    unit = size.str.extract(r"^\s*[\d.]+\s*([A-Za-z]+)", 1).str.to_lowercase()
+    return number * unit.replace_strict(_UNIT_MIB, default=None, return_dtype=pl.Float64)
+
+
+def field_expr(name: str) -> pl.Expr:
+    """One named field of an event's `fields` JSON as a string expression (null when absent)."""
+    return pl.col("fields").str.json_path_match(f"$.{name}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Extraction
+# ---------------------------------------------------------------------------------------------
+
+
+def _json_object(names: list[str]) -> pl.Expr:
+    """A JSON object {name: value} of the string columns `f_<name>`, leaving out nulls."""
     if not names:
         return pl.lit("{}")
-    groups = pl.col("msg").str.extract_groups(regex)
-    return groups.struct.json_encode()
+    # Each member is encoded by polars' JSON writer (correct escaping), then its braces dropped.
+    members = [
+        pl.when(pl.col(f"f_{n}").is_not_null()).then(
+            pl.struct(pl.col(f"f_{n}").alias(n)).struct.json_encode().str.slice(1).str.strip_suffix("}")
+        )
+        for n in names
+    ]
+    return pl.lit("{") + pl.concat_str(members, separator=",", ignore_nulls=True) + pl.lit("}")
+
+
+def _derive(rows: pl.DataFrame, sig: Signature) -> pl.DataFrame:
+    """Add the signature's derived fields (columns `f_<name>`)."""
+    exprs = []
+    for name, spec in sig.derive.items():
+        if "sub" in spec:
+            a, b = (pl.col(f"f_{x}") for x in spec["sub"])
+            mib = size_to_mib(a) - size_to_mib(b)
+            value = pl.format("{} MiB", mib.round(2))
+        elif spec.get("all"):
+            pattern = spec["regex"]
+            value = (
+                pl.col(f"f_{spec['from']}")
+                .str.extract_all(pattern)
+                .list.eval(pl.element().str.extract(pattern, 1))
+                .list.join(",")
+            )
+            value = pl.when(value.str.len_bytes() > 0).then(value)
+        else:
+            value = pl.col(f"f_{spec['from']}").str.extract(spec["regex"], 1)
+        col = f"f_{name}"
+        if col in rows.columns:
+            value = pl.coalesce(pl.col(col), value)
+        exprs.append(value.cast(pl.String).alias(col))
+    return rows.with_columns(exprs) if exprs else rows
+
+
+def _apply(rows: pl.DataFrame, sig: Signature) -> pl.DataFrame:
+    """Rows (candidate lines holding a needle) that match `sig`, as event rows."""
+    rows = rows.filter(pl.col("msg").str.contains(sig.regex))
+    if rows.height == 0:
+        return rows
+    groups = sig.groups
+    if groups:
+        extracted = pl.col("msg").str.extract_groups(sig.regex).struct.rename_fields([f"f_{g}" for g in groups])
+        rows = rows.with_columns(extracted.alias("_g")).unnest("_g")
+        # An empty capture carries nothing; treat it as absent.
+        rows = rows.with_columns(
+            [pl.when(pl.col(f"f_{g}").str.len_bytes() > 0).then(pl.col(f"f_{g}")).alias(f"f_{g}") for g in groups]
+        )
+    rows = rows.with_columns([pl.lit(str(v)).alias(f"f_{k}") for k, v in sig.const.items()])
+    rows = _derive(rows, sig)
+    names = list(dict.fromkeys([*groups, *sig.derive, *sig.const]))
+    # A rank / step named in the text fills the event's own when the line's prefix gave none.
+    rank = pl.col("rank")
+    if "rank" in names:
+        # The prefix splitter peels a leading `[Rank N] `; keep the rank in the fields all the same.
+        rank = pl.coalesce("rank", pl.col("f_rank").cast(pl.Int32, strict=False))
+        rows = rows.with_columns(pl.coalesce("f_rank", pl.col("rank").cast(pl.String)).alias("f_rank"))
+    step = pl.col("f_step").cast(pl.Int64, strict=False) if "step" in names else pl.lit(None, pl.Int64)
+    return rows.select(
+        "line",
+        "seg",
+        pl.col("line").alias("end_line"),
+        "ts",
+        rank.cast(pl.Int32).alias("rank"),
+        step.alias("step"),
+        pl.lit(sig.code).alias("code"),
+        pl.lit(sig.severity).alias("severity"),
+        pl.col("msg").alias("message"),
+        "text",
+        _json_object(names).alias("fields"),
+        pl.lit(sig.fallback).alias("_fallback"),
+    )
+
+
+def _resolve(events: pl.DataFrame) -> pl.DataFrame:
+    """Apply the precedence rules: fallback gives way to specific, advice to any non-advice match."""
+    key = ["line", "seg"]
+    specific = events.filter(~pl.col("_fallback") & (pl.col("severity") != "advice")).select(key).unique()
+    non_advice = events.filter(pl.col("severity") != "advice").select(key).unique()
+    fallback = events.filter(pl.col("_fallback") & (pl.col("severity") != "advice")).join(specific, on=key, how="anti")
+    advice = events.filter(pl.col("severity") == "advice").join(non_advice, on=key, how="anti")
+    kept = events.filter(~pl.col("_fallback") & (pl.col("severity") != "advice"))
+    return pl.concat([kept, fallback, advice]).sort("line", "seg")
 
 
 def extract(cand: pl.DataFrame) -> pl.DataFrame:
-    """One event row per (line, signature) match among the candidate lines."""
+    """One event row per (line, signature) match among the candidate lines.
+
+    `cand` has columns line, seg, text, rank, ts, msg (the line without its prefixes).
+    """
+    uniq, pairs = _needle_index()
+    hits = cand.filter(pl.col("msg").str.contains_any(uniq, ascii_case_insensitive=True))
+    if hits.height == 0:
+        return pl.DataFrame(schema=SCHEMA)
+    hits = hits.with_row_index("_i")
+    # Which signatures each line can match: the needles it holds, folded, joined to their signatures.
+    found = (
+        hits.select("_i", pl.col("msg").str.extract_many(uniq, ascii_case_insensitive=True, overlapping=True).alias("_n"))
+        .explode("_n")
+        .drop_nulls("_n")
+        .with_columns(pl.col("_n").str.to_lowercase())
+        .join(pairs, on="_n")
+        .select("_i", "_sig")
+        .unique()
+    )
+    sigs = load()
     parts = []
-    for sig in load():
-        rows = cand.filter(pl.col("msg").str.contains_any(list(sig.needles), ascii_case_insensitive=True))
-        if rows.height == 0:
-            continue
-        rows = rows.filter(pl.col("msg").str.contains(sig.regex))
-        if rows.height == 0:
-            continue
-        parts.append(
-            rows.select(
-                "line",
-                pl.col("line").alias("end_line"),
-                "ts",
-                "rank",
-                pl.lit(None, pl.Int64).alias("step"),
-                pl.lit(sig.code).alias("code"),
-                pl.lit(sig.severity).alias("severity"),
-                pl.col("msg").alias("message"),
-                pl.col("text"),
-                _fields_json(sig.regex).alias("fields"),
-            )
-        )
-    return pl.concat(parts).cast(SCHEMA) if parts else pl.DataFrame(schema=SCHEMA)
+    for (sig_idx,), idx in found.group_by("_sig", maintain_order=True):
+        rows = hits.join(idx.select("_i"), on="_i", how="semi")
+        part = _apply(rows, sigs[sig_idx])
+        if part.height:
+            parts.append(part)
+    if not parts:
+        return pl.DataFrame(schema=SCHEMA)
+    events = _resolve(pl.concat(parts, how="vertical_relaxed"))
+    return events.select(list(SCHEMA)).cast(SCHEMA)
