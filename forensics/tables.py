@@ -53,45 +53,94 @@ METRICS = pa.schema(
     ]
 )
 
+# One nvidia-smi / DCGM sample of one GPU (or one MIG device of it). Units are in the names;
+# a value the tool printed as N/A, [Not Supported], `-` ... is null.
 GPU = pa.schema(
     [
         ("file", DICT_STR),
         ("line", pa.int64()),
         ("ts", TS),
+        # Sample number in file order (0-based): trends work for samples with no time of their own.
         ("seq", pa.int64()),
+        # Which printout the row came from: query_gpu, dmon, nvsmi_q, nvsmi_xml, nvsmi_table, dcgm_dmon.
+        ("source", DICT_STR),
         ("gpu", pa.int32()),
+        # MIG device index under `gpu` (null for the physical GPU's own row).
+        ("mig_device", pa.int32()),
         ("uuid", pa.string()),
+        ("bus_id", pa.string()),
         ("name", DICT_STR),
-        ("utilization_gpu", pa.float64()),
-        ("utilization_mem", pa.float64()),
+        # Set when the tool reported the device itself as failing: "GPU is lost", "Unknown Error", "ERR!".
+        ("fault", DICT_STR),
+        ("utilization_gpu_pct", pa.float64()),
+        ("utilization_mem_pct", pa.float64()),
         ("memory_used_mib", pa.float64()),
         ("memory_total_mib", pa.float64()),
+        ("memory_free_mib", pa.float64()),
         ("temperature_c", pa.float64()),
+        ("memory_temperature_c", pa.float64()),
         ("power_w", pa.float64()),
         ("power_limit_w", pa.float64()),
+        ("fan_pct", pa.float64()),
         ("sm_clock_mhz", pa.float64()),
+        ("sm_clock_max_mhz", pa.float64()),
         ("mem_clock_mhz", pa.float64()),
-        ("throttle_reasons", pa.string()),
-        ("compute_mode", DICT_STR),
         ("pstate", DICT_STR),
-        ("ecc_uncorrected", pa.float64()),
-        ("ecc_corrected", pa.float64()),
-        ("retired_pages_pending", pa.string()),
-        ("source", DICT_STR),
+        ("compute_mode", DICT_STR),
+        ("mig_mode", DICT_STR),
+        # NVML clocks-event (throttle) reason bits (GpuIdle 0x1, SwPowerCap 0x4, HwSlowdown 0x8,
+        # SwThermalSlowdown 0x20, HwThermalSlowdown 0x40, HwPowerBrakeSlowdown 0x80, ...) and
+        # the active ones by name, comma-separated ("" when none is active).
+        ("throttle_mask", pa.uint64()),
+        ("throttle_reasons", DICT_STR),
+        # nvidia-smi dmon -s v: % of time held back by the power cap, and thermal violation (0/1).
+        ("power_violation_pct", pa.float64()),
+        ("thermal_violation", pa.float64()),
+        ("ecc_corrected_volatile", pa.int64()),
+        ("ecc_uncorrected_volatile", pa.int64()),
+        ("ecc_corrected_aggregate", pa.int64()),
+        ("ecc_uncorrected_aggregate", pa.int64()),
+        ("retired_pages_sbe", pa.int64()),
+        ("retired_pages_dbe", pa.int64()),
+        ("retired_pages_pending", pa.bool_()),
+        ("remapped_rows_uncorrectable", pa.int64()),
+        ("remapped_rows_pending", pa.bool_()),
+        ("pcie_link_gen", pa.int32()),
+        ("pcie_link_width", pa.int32()),
+        ("pcie_rx_mb_per_s", pa.float64()),
+        ("pcie_tx_mb_per_s", pa.float64()),
+        # DCGM profiling fractions (0..1): GRACT, SMACT, SMOCC, TENSO, DRAMA.
+        ("gr_active_ratio", pa.float64()),
+        ("sm_active_ratio", pa.float64()),
+        ("sm_occupancy_ratio", pa.float64()),
+        ("tensor_active_ratio", pa.float64()),
+        ("dram_active_ratio", pa.float64()),
     ]
 )
 
+# One process seen on one GPU at one sample (query-compute-apps, pmon, the table's Processes
+# section, -q / -q -x process lists). `gpu` is null when the printout names the GPU only by
+# uuid or bus id (query-compute-apps): join on those against `gpu`.
 GPU_PROCS = pa.schema(
     [
         ("file", DICT_STR),
         ("line", pa.int64()),
         ("ts", TS),
+        ("seq", pa.int64()),
+        ("source", DICT_STR),
         ("gpu", pa.int32()),
         ("uuid", pa.string()),
+        ("bus_id", pa.string()),
         ("pid", pa.int64()),
         ("process", pa.string()),
         ("used_memory_mib", pa.float64()),
+        # C (compute), G (graphics), C+G, M (MPS) ...
         ("type", DICT_STR),
+        ("gpu_instance_id", pa.int32()),
+        ("compute_instance_id", pa.int32()),
+        # pmon: SM and memory utilisation of this process, %.
+        ("sm_pct", pa.float64()),
+        ("mem_pct", pa.float64()),
     ]
 )
 

@@ -13,12 +13,14 @@ import os
 import polars as pl
 
 from forensics.tables import conform
-from parsers import blocks, metric_lines, signatures
+from parsers import blocks, metric_lines, nvsmi_table, signatures
 from parsers.base import Parser, ParseResult, Sniffed
 from parsers.lines import ReadStats, iter_frames
 from parsers.prefixes import rank_from_path, split_prefixes
 
-NEEDLES: list[str] = sorted(set(metric_lines.NEEDLES) | set(signatures.needles()) | set(blocks.NEEDLES))
+NEEDLES: list[str] = sorted(
+    set(metric_lines.NEEDLES) | set(signatures.needles()) | set(blocks.NEEDLES) | set(nvsmi_table.NEEDLES)
+)
 
 EVENT_COLS = ["line", "end_line", "ts", "rank", "step", "code", "severity", "message", "text", "fields"]
 METRIC_COLS = ["line", "seg", "ts", "rank", "step", "name", "value", "source"]
@@ -69,6 +71,7 @@ def parse(src, sn: Sniffed) -> ParseResult:
             m_parts.append(m.select(METRIC_COLS))
         ev = signatures.extract(cand)
         bl = blocks.extract(frame, cand, year)
+        nvsmi_table.from_log(frame, cand, state)  # nvidia-smi tables pasted in the log -> gpu, gpu_procs
         for part in (ev, bl):
             if part.height:
                 ev_parts.append(part.select(EVENT_COLS))
@@ -85,6 +88,7 @@ def parse(src, sn: Sniffed) -> ParseResult:
     result = ParseResult(rank=file_rank)
     result.tables["metrics"] = conform("metrics", metrics.with_columns(pl.lit(src.rel).alias("file")).to_arrow())
     result.tables["events"] = conform("events", events.with_columns(pl.lit(src.rel).alias("file")).to_arrow())
+    result.tables.update(nvsmi_table.log_tables(state, src.rel))
     problems = stats.problems() + list(src.problems)
     if problems:
         result.status = "partial" if (src.truncated or stats.invalid_utf8 or stats.nul_bytes) else "parsed"
