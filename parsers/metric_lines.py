@@ -1,15 +1,23 @@
 """Per-step metric lines of every trainer family into long-form (name, value) rows.
 
-Each grammar is a function from candidate lines (columns line, seg, rank, ts, msg)
-to rows (line, seg, rank, ts, step, name, value, source). Names are canonicalised
-by `canonical_name`; NaN and Inf survive as float NaN/Inf.
+The interface textlog.py calls: NEEDLES (prefilter substrings), SCHEMA, `extract(cand, state)` per
+chunk and `finalize(metrics)` per file. The grammars live in parsers/metric_grammars/, one module per
+framework family, in precedence order: each grammar runs its regex only on the candidate lines its
+own needles select, and a line it claims is not read again by a later grammar. Names are canonical
+(DESIGN.md: loss, grad_norm, lr, loss_scale, step_time_ms, tokens_per_s, mfu, mem_*_mib,
+skipped_steps, epoch, eval_loss, ...); unknown names stay lower-case snake_case. Values are float64
+with NaN/Inf kept; memory is in MiB, times in ms, percentages as numbers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
 
 import polars as pl
+
+from parsers.metric_grammars import GRAMMARS
+from parsers.metric_grammars import tqdm as tqdm_grammar
+from parsers.metric_grammars.steps import assign_hf_steps
 
 SCHEMA = {
     "line": pl.Int64,
@@ -22,70 +30,57 @@ SCHEMA = {
     "source": pl.String,
 }
 
-# Substrings (case-insensitive) that every metric line of some grammar contains.
-NEEDLES = ["loss", "iteration", "iter ", "step", "lr", "grad_norm"]
-
-# Raw metric names of the frameworks -> canonical names of DESIGN.md.
-CANONICAL = {
-    "learning_rate": "lr",
-    "learning rate": "lr",
-    "grad norm": "grad_norm",
-    "lm loss": "loss",
-    "train_loss": "train_loss",
-}
+# Substrings (case-insensitive) that every metric line of some grammar contains: the union of the
+# grammars' needles, minus those another needle already covers (`loss=` is covered by `loss`).
+_ALL = sorted({n.lower() for g in GRAMMARS for n in g.needles})
+NEEDLES = [n for n in _ALL if not any(o != n and o in n for o in _ALL)]
 
 
-def canonical_name(name: pl.Expr) -> pl.Expr:
-    """Lower-case, strip, and map framework spellings to the canonical metric name."""
-    low = name.str.strip_chars().str.to_lowercase()
-    return low.replace(CANONICAL)
+# Claim patterns without their group names: a union of sub-forms may reuse a name, which Rust regex refuses.
+_MATCH = {g.name: re.sub(r"\(\?P<\w+>", "(?:", g.match) for g in GRAMMARS}
 
 
-def to_float(value: pl.Expr) -> pl.Expr:
-    """Text to float64, keeping nan/inf spellings (`nan`, `NaN`, `inf`, `-Infinity`)."""
-    v = value.str.strip_chars().str.strip_chars("'\",%")
-    low = v.str.to_lowercase()
-    return (
-        pl.when(low.is_in(["nan", "-nan", "+nan"]))
-        .then(float("nan"))
-        .when(low.is_in(["inf", "+inf", "infinity", "+infinity"]))
-        .then(float("inf"))
-        .when(low.is_in(["-inf", "-infinity"]))
-        .then(float("-inf"))
-        .otherwise(v.str.replace_all(",", "").cast(pl.Float64, strict=False))
-    )
-
-
-def _hf_dict(cand: pl.DataFrame) -> pl.DataFrame:
-    """HF Trainer console dicts: `{'loss': 2.3, 'grad_norm': nan, ...}` (5.x quotes the floats)."""
-    rows = cand.filter(pl.col("msg").str.contains(r"^\{'[\w/ .-]+': .*\}$"))
-    if rows.height == 0:
-        return pl.DataFrame(schema=SCHEMA)
-    pairs = rows.with_columns(
-        pl.col("msg").str.extract_all(r"'([\w/ .-]+)': ('[^']*'|[-+\w.]+)").alias("kv")
-    ).explode("kv")
-    return pairs.select(
-        "line",
-        "seg",
-        "rank",
-        "ts",
-        pl.lit(None, pl.Int64).alias("step"),
-        canonical_name(pl.col("kv").str.extract(r"^'([^']+)'", 1)).alias("name"),
-        to_float(pl.col("kv").str.extract(r"': (.*)$", 1)).alias("value"),
-        pl.lit("hf_dict").alias("source"),
-    ).filter(pl.col("value").is_not_null())
-
-
-GRAMMARS: list[Callable[[pl.DataFrame], pl.DataFrame]] = [_hf_dict]
+def _needle_filter(df: pl.DataFrame, needles: tuple[str, ...]) -> pl.DataFrame:
+    return df.filter(pl.col("msg").str.contains_any(list(needles), ascii_case_insensitive=True))
 
 
 def extract(cand: pl.DataFrame, state: dict) -> pl.DataFrame:
-    """Every metric row found in the candidate lines of one chunk."""
-    parts = [g(cand) for g in GRAMMARS]
-    parts = [p.select(list(SCHEMA)).cast(SCHEMA) for p in parts if p.height]
-    return pl.concat(parts) if parts else pl.DataFrame(schema=SCHEMA)
+    """Every metric row found in the candidate lines of one chunk (plus internal `_bar` rows)."""
+    if cand.height == 0:
+        return pl.DataFrame(schema=SCHEMA)
+    df = cand.with_row_index("_i")
+    remaining = df
+    parts: list[pl.DataFrame] = []
+    for grammar in GRAMMARS:
+        if remaining.height == 0:
+            break
+        sub = _needle_filter(remaining, grammar.needles)
+        if sub.height == 0:
+            continue
+        hit = sub.get_column("msg").str.contains(_MATCH[grammar.name])
+        sub = sub.filter(hit)
+        if sub.height == 0:
+            continue
+        remaining = remaining.join(sub.select("_i"), on="_i", how="anti")
+        rows = grammar.extract(sub, state)
+        if rows.height:
+            parts.append(rows)
+    # Bar states of undescribed bars, claimed or not: the step context of HF dicts (see steps.py).
+    bar_lines = _needle_filter(df, tqdm_grammar.GRAMMAR.needles)
+    if bar_lines.height:
+        bars = tqdm_grammar.hf_bar_rows(bar_lines)
+        if bars.height:
+            parts.append(bars)
+    if not parts:
+        return pl.DataFrame(schema=SCHEMA)
+    rows = pl.concat(parts)
+    meta = df.select("_i", "line", "seg", "rank", "ts")
+    return rows.join(meta, on="_i", how="left").select(list(SCHEMA)).cast(SCHEMA)
 
 
 def finalize(metrics: pl.DataFrame) -> pl.DataFrame:
-    """File-level clean-up once all chunks are read (dedupe redraws, ordering)."""
-    return metrics.sort("line", "seg")
+    """File-level pass once all chunks are read: HF dict steps from the bars, then line order."""
+    if metrics.height == 0:
+        return metrics
+    out = assign_hf_steps(metrics)
+    return out.sort("line", "seg", maintain_order=True)

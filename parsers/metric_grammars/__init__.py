@@ -1,0 +1,36 @@
+"""Metric grammars, one module per framework family, listed in precedence order.
+
+A line claimed by an earlier grammar is never read by a later one, so a line that two grammars could
+read (a Megatron line also looks like `key: value` pairs; a Lightning bar holds `loss=`) yields one set
+of rows. Specific grammars come first, the generic key/value reader last.
+"""
+
+from __future__ import annotations
+
+from parsers.metric_grammars import (
+    deepspeed,
+    fairseq,
+    generic,
+    hf,
+    megatron,
+    metriclogger,
+    nanogpt,
+    scalers,
+    titan,
+    tqdm,
+)
+from parsers.metric_grammars.common import Grammar
+
+GRAMMARS: list[Grammar] = [
+    hf.GRAMMAR,
+    megatron.GRAMMAR,
+    deepspeed.GRAMMAR,
+    scalers.GRAMMAR,
+    titan.GRAMMAR,
+    nanogpt.GRAMMAR,
+    fairseq.GRAMMAR,
+    metriclogger.GRAMMAR,
+    tqdm.GRAMMAR,
+    generic.JSON_GRAMMAR,
+    generic.KV_GRAMMAR,
+]

@@ -1,0 +1,146 @@
+"""Shared pieces of the metric grammars: number parsing, name canonicalisation, unit scaling, row shape."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import polars as pl
+
+# Long-form rows every grammar returns: `_i` points back at the candidate line.
+ROW_SCHEMA = {"_i": pl.UInt32, "step": pl.Int64, "name": pl.String, "value": pl.Float64, "source": pl.String}
+
+# A number as printed by Python/printf/tqdm: 1, -2.5, 3e-4, 1.2E+00, 10,050 (thousands commas, groups of
+# three only, so `bsz=80, lr=..` does not swallow the separator), nan, inf.
+NUM = (
+    r"[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+    r"|[-+]?(?:nan|NaN|NAN|Infinity|infinity|inf|Inf|INF)\b"
+)
+
+# Framework spellings -> canonical names (DESIGN.md). Keys are lower-case, spaces already turned into `_`.
+CANONICAL: dict[str, str] = {
+    "learning_rate": "lr",
+    "lr": "lr",
+    "grad_norm": "grad_norm",
+    "gnorm": "grad_norm",
+    "gradient_norm": "grad_norm",
+    "grad_norm_total": "grad_norm",
+    "loss_scale": "loss_scale",
+    "loss_scaler": "loss_scale",
+    "scale": "loss_scale",
+    "tps": "tokens_per_s",
+    "wps": "tokens_per_s",
+    "tok/s": "tokens_per_s",
+    "tok/sec": "tokens_per_s",
+    "tokens/s": "tokens_per_s",
+    "tokens/sec": "tokens_per_s",
+    "tokens_per_sec": "tokens_per_s",
+    "tokens_per_second": "tokens_per_s",
+    "toks/s": "tokens_per_s",
+    "samples/s": "samples_per_s",
+    "samples/sec": "samples_per_s",
+    "samples_per_sec": "samples_per_s",
+    "samples_per_second": "samples_per_s",
+    "img/s": "samples_per_s",
+    "images/s": "samples_per_s",
+    "step_time_ms": "step_time_ms",
+    "data_time_ms": "data_time_ms",
+    "mfu": "mfu",
+    "ppl": "ppl",
+    "perplexity": "ppl",
+    "epoch": "epoch",
+}
+
+
+def num(expr: pl.Expr) -> pl.Expr:
+    """Text -> float64. Keeps nan/inf spellings, drops quotes, `%`, thousands commas; anything else -> null."""
+    v = expr.str.strip_chars().str.strip_chars("'\"").str.strip_chars_end("%").str.strip_chars()
+    low = v.str.to_lowercase()
+    return (
+        pl.when(low.is_in(["nan", "-nan", "+nan"]))
+        .then(float("nan"))
+        .when(low.is_in(["inf", "+inf", "infinity", "+infinity"]))
+        .then(float("inf"))
+        .when(low.is_in(["-inf", "-infinity"]))
+        .then(float("-inf"))
+        .otherwise(v.str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False))
+    )
+
+
+def snake(expr: pl.Expr) -> pl.Expr:
+    """Lower-case a raw metric name and join its words with `_` (`lm loss` -> `lm_loss`)."""
+    return expr.str.strip_chars().str.to_lowercase().str.replace_all(r"\s+", "_")
+
+
+def canonical(expr: pl.Expr, extra: dict[str, str] | None = None) -> pl.Expr:
+    """Snake-cased raw name mapped through CANONICAL (+ a grammar's own spellings); unknown names stay."""
+    mapping = dict(CANONICAL)
+    if extra:
+        mapping.update(extra)
+    return snake(expr).replace(mapping)
+
+
+# Memory units -> MiB. `GB`/`MB` are read as binary units: DeepSpeed, Megatron and torch users print
+# `bytes / 1024**3` (or `/ 2**20`) labelled GB/MB.
+MEM_TO_MIB = {"b": 1 / 2**20, "kb": 1 / 1024, "kib": 1 / 1024, "mb": 1.0, "mib": 1.0, "gb": 1024.0, "gib": 1024.0,
+              "tb": 1024.0**2, "tib": 1024.0**2}
+TIME_TO_MS = {"us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1000.0, "sec": 1000.0, "m": 60000.0, "min": 60000.0, "h": 3_600_000.0}
+
+
+def scale_by_unit(value: pl.Expr, unit: pl.Expr, table: dict[str, float]) -> pl.Expr:
+    """Multiply `value` by the factor of its (lower-cased) unit; unknown/absent unit -> factor 1."""
+    factor = unit.str.to_lowercase().replace_strict(table, default=1.0, return_dtype=pl.Float64).fill_null(1.0)
+    return value * factor
+
+
+def empty_rows() -> pl.DataFrame:
+    """No rows, in the grammar row shape."""
+    return pl.DataFrame(schema=ROW_SCHEMA)
+
+
+def shape(df: pl.DataFrame, source: str) -> pl.DataFrame:
+    """Keep rows with a value (NaN counts as a value), tag the grammar, cast to ROW_SCHEMA."""
+    if df.height == 0:
+        return empty_rows()
+    return (
+        df.filter(pl.col("value").is_not_null() & pl.col("name").is_not_null() & (pl.col("name") != ""))
+        .with_columns(pl.lit(source).alias("source"))
+        .select(list(ROW_SCHEMA))
+        .cast(ROW_SCHEMA)
+    )
+
+
+def wide_to_rows(df: pl.DataFrame, columns: dict[str, pl.Expr], step: pl.Expr, source: str) -> pl.DataFrame:
+    """Fixed-field grammars: one expression per metric name -> long rows (absent fields give no row)."""
+    if df.height == 0:
+        return empty_rows()
+    wide = df.select(pl.col("_i"), step.cast(pl.Int64).alias("step"), *[e.cast(pl.Float64).alias(n) for n, e in columns.items()])
+    long = wide.unpivot(index=["_i", "step"], variable_name="name", value_name="value")
+    return shape(long, source)
+
+
+def pairs(df: pl.DataFrame, pattern: str, text: pl.Expr | None = None) -> pl.DataFrame:
+    """Explode every match of `pattern` (groups `key`, `val`, optional others) into one row per pair.
+
+    Returns the columns of `df` plus the pattern's named groups; `_pos` numbers the pairs of a line.
+    """
+    text = pl.col("msg") if text is None else text
+    exploded = df.with_columns(text.str.extract_all(pattern).alias("_kv")).explode("_kv").filter(pl.col("_kv").is_not_null())
+    exploded = exploded.with_columns(pl.int_range(pl.len()).over("_i").alias("_pos"))
+    return exploded.with_columns(pl.col("_kv").str.extract_groups(pattern)).unnest("_kv")
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """One metric-line family.
+
+    needles: literal substrings, one of which every line of the family holds (cheap first filter).
+    match:   regex a line must match to belong to the family; a matched line is claimed, so grammars
+             later in the precedence list never read it again (no metric read twice).
+    extract: rows (ROW_SCHEMA) from the claimed lines (columns _i, line, seg, rank, ts, msg, text).
+    """
+
+    name: str
+    needles: tuple[str, ...]
+    match: str
+    extract: Callable[[pl.DataFrame, dict], pl.DataFrame]

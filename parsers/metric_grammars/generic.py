@@ -1,0 +1,148 @@
+"""Hand-printed metric lines: JSON objects and `key value` / `key: value` / `key=value` sequences.
+
+JSON (JSON-lines files printed to a log, fairseq `--log-format json`, metaseq, MAE `log.txt`,
+LLaMA-Factory `trainer_log.jsonl` lines): flat `"key": value` pairs, values numbers, quoted numbers
+(fairseq prints `"loss": "8.206"`), bare `NaN`/`Infinity` (Python's json.dumps) — a line is read only
+when it has a loss-like or step key, so config dumps are not metrics.
+
+Key/value (`step 120 loss 2.31 lr 3e-4`, `loss=2.31, grad_norm=0.8`, `Epoch 3 | Step 120 | Loss: 2.31`,
+`Train Epoch: 1 [0/60000 (0%)]\tLoss: 2.305400`): a line is read only when (a) one key is a loss or a
+gradient norm and (b) the pairs cover the line: what is left after removing them and bracketed progress
+holds at most RESIDUE_LETTERS letters. So prose that mentions a loss (`the loss went up to 2.3 after
+...`) and URLs give nothing. Time keys convert to ms (`ms`/`s` suffix, bare numbers are seconds unless
+the key says `ms`), memory with a unit to MiB.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from parsers.metric_grammars.common import (
+    MEM_TO_MIB,
+    NUM,
+    TIME_TO_MS,
+    Grammar,
+    canonical,
+    empty_rows,
+    num,
+    pairs,
+    scale_by_unit,
+    shape,
+)
+
+STEP_KEYS = ["step", "steps", "iter", "iteration", "it", "global_step", "num_updates", "current_steps", "_step",
+             "train/global_step", "trainer/global_step", "update_step", "total_steps_done"]
+SKIP_KEYS = ["total_steps", "percentage", "max_steps", "num_steps"]
+NAMES = {
+    "train_loss": "loss",
+    "training_loss": "loss",
+    "train/loss": "loss",
+    "train/learning_rate": "lr",
+    "train/lr": "lr",
+    "train/grad_norm": "grad_norm",
+    "train/epoch": "epoch",
+    "val_loss": "eval_loss",
+    "valid_loss": "eval_loss",
+    "validation_loss": "eval_loss",
+    "eval/loss": "eval_loss",
+    "val/loss": "eval_loss",
+    "test_loss": "test_loss",
+    "grad": "grad_norm",
+    "throughput": "tokens_per_s",
+    "total_tokens": "tokens_seen",
+    "vram_allocated": "mem_allocated_mib",
+    "vram_reserved": "mem_reserved_mib",
+    "cuda_gb_allocated": "mem_allocated_mib",
+    "cuda_gb_reserved": "mem_reserved_mib",
+    "cuda_gb_free": "mem_free_mib",
+    "gb_free": "mem_free_mib",
+}
+# Keys whose values are GiB (LLaMA-Factory `vram_*`, metaseq `cuda_gb_*`, fairseq `gb_free`).
+GIB_KEYS = ["vram_allocated", "vram_reserved", "cuda_gb_allocated", "cuda_gb_reserved", "cuda_gb_free", "gb_free"]
+TIME_KEYS = {"time": "step_time_ms", "dt": "step_time_ms", "step_time": "step_time_ms", "iter_time": "step_time_ms",
+             "batch_time": "step_time_ms", "time/step": "step_time_ms", "step_time_ms": "step_time_ms",
+             "time_ms": "step_time_ms", "iter_time_ms": "step_time_ms", "data_time": "data_time_ms",
+             "data_time_ms": "data_time_ms", "dataload_time": "data_time_ms"}
+GATE = r"(?:^|_)loss$|^grad_norm$|^ppl$"
+RESIDUE_LETTERS = 8
+
+JSON_KEY = r"[\w/.-]*loss[\w/.-]*|step|global_step|iteration|iter|num_updates|current_steps|_step|train/global_step"
+JSON_MATCH = rf"\{{\s*\"[^{{}}]*\"(?:{JSON_KEY})\"\s*:"
+JSON_PAIR = r"\"(?P<key>[^\"]+)\"\s*:\s*(?P<val>\"[^\"]*\"|[-+\w.]+)"
+
+KV_PAIR = (
+    r"(?i)(?:^|[\s|,;\[\(\{])(?P<key>[a-z][a-z0-9_./-]*(?: [a-z][a-z0-9_./-]*){0,2})\s*(?:[:=]\s*|\s+)"
+    rf"(?P<val>{NUM})(?P<unit>ms|s|%|GiB|GB|MiB|MB)?(?:/(?P<tot>\d+))?(?:\s*\({NUM}\))?"
+)
+
+
+def _rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
+    key = pl.col("key").str.strip_chars().str.to_lowercase().str.replace_all(r"\s+", "_")
+    unit = pl.col("unit").str.to_lowercase() if "unit" in kv.columns else pl.lit(None, pl.String)
+    kv = kv.with_columns(key.alias("_k"), unit.alias("_u"), num(pl.col("val")).alias("_v"))
+    step = (
+        kv.filter(pl.col("_k").is_in(STEP_KEYS))
+        .group_by("_i").agg(pl.col("_v").first().cast(pl.Int64, strict=False).alias("step"))
+    )
+    time_name = pl.col("_k").replace_strict(TIME_KEYS, default=None, return_dtype=pl.String)
+    is_mem = pl.col("_u").is_in(["gib", "gb", "mib", "mb"])
+    time_value = (
+        pl.when(pl.col("_u").is_in(["ms", "s"])).then(scale_by_unit(pl.col("_v"), pl.col("_u"), TIME_TO_MS))
+        .when(pl.col("_k").str.contains("ms")).then(pl.col("_v"))
+        .otherwise(pl.col("_v") * 1000.0)
+    )
+    name = (
+        pl.when(time_name.is_not_null()).then(time_name)
+        .when(is_mem).then(_mem_name(pl.col("_k")))
+        .otherwise(canonical(pl.col("_k"), NAMES))
+    )
+    value = (
+        pl.when(time_name.is_not_null()).then(time_value)
+        .when(is_mem).then(scale_by_unit(pl.col("_v"), pl.col("_u"), MEM_TO_MIB))
+        .when(pl.col("_k").is_in(GIB_KEYS)).then(pl.col("_v") * 1024.0)
+        .otherwise(pl.col("_v"))
+    )
+    rows = (
+        kv.filter(~pl.col("_k").is_in(STEP_KEYS + SKIP_KEYS))
+        .join(step, on="_i", how="left")
+        .select("_i", "step", name.alias("name"), value.alias("value"))
+    )
+    return shape(rows, source)
+
+
+def _mem_name(key: pl.Expr) -> pl.Expr:
+    return (
+        pl.when(key.str.contains("max|peak")).then(pl.lit("mem_max_mib"))
+        .when(key.str.contains("reserv|cache")).then(pl.lit("mem_reserved_mib"))
+        .when(key.str.contains("alloc")).then(pl.lit("mem_allocated_mib"))
+        .otherwise(key + "_mib")
+    )
+
+
+def extract_json(df: pl.DataFrame, state: dict) -> pl.DataFrame:
+    """Flat numeric pairs of a JSON object printed on one line."""
+    body = pl.col("msg").str.extract(r"(\{.*\})", 1)
+    return _rows_from_pairs(pairs(df, JSON_PAIR, body), "json")
+
+
+def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
+    """Key/value sequences that pass the gate and the coverage test."""
+    kv = pairs(df, KV_PAIR)
+    if kv.height == 0:
+        return empty_rows()
+    gate_name = canonical(pl.col("key"), NAMES)
+    gated = kv.group_by("_i").agg(gate_name.str.contains(GATE).any().alias("_ok")).filter(pl.col("_ok")).select("_i")
+    residue = (
+        df.join(gated, on="_i", how="semi")
+        .select("_i", pl.col("msg").str.replace_all(KV_PAIR, " ").str.replace_all(r"\[[^\]]*\]|\([^)]*\)", " ")
+                .str.replace_all(r"[^A-Za-z]", "").str.len_chars().alias("_left"))
+        .filter(pl.col("_left") <= RESIDUE_LETTERS)
+        .select("_i")
+    )
+    kv = kv.join(residue, on="_i", how="semi")
+    return _rows_from_pairs(kv, "generic") if kv.height else empty_rows()
+
+
+KV_MATCH = r"(?i)(?:loss|grad[_ ]norm|gnorm|ppl)\s*[:= ]\s*[-+.\d]|(?:loss|grad[_ ]norm|gnorm|ppl)\s*[:= ]\s*(?:nan|inf)"
+JSON_GRAMMAR = Grammar("json", ('{"',), JSON_MATCH, extract_json)
+KV_GRAMMAR = Grammar("generic", ("loss", "grad_norm", "grad norm", "gnorm"), KV_MATCH, extract_kv)

@@ -1,0 +1,34 @@
+"""HuggingFace Trainer console dicts (formats.md §1.1, also LLaMA-Factory/axolotl/TRL, §1.13–1.14).
+
+`{'loss': 2.3456, 'grad_norm': nan, 'learning_rate': 4.999e-05, 'epoch': 0.01}` — a Python repr, so
+single quotes, `nan`/`inf`; 5.x prints every float as a quoted `.4g` string (`'loss': '2.346'`);
+ints (`num_input_tokens_seen`) stay bare; 4.47+ replaces long strings with `[String too long ...]`
+(not a number, so no row). Eval (`eval_*`) and end-of-training (`train_runtime`, `train_loss`) dicts
+are read the same way. The dict carries no step: `finalize` takes it from the tqdm bar (see steps.py).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from parsers.metric_grammars.common import Grammar, canonical, num, pairs, shape
+
+# A dict repr that is a Trainer log: it starts with a known first key or holds the `epoch` key HF adds.
+MATCH = r"\{'(?:loss|eval_[\w/.-]*|train_runtime|learning_rate|grad_norm)': |\{'[^{}]*'epoch': [^{}]*\}"
+PAIR = r"'(?P<key>[^'\n]+)': (?P<val>'[^']*'|\"[^\"]*\"|[-+\w.]+)"
+
+
+def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
+    """Every numeric key of the dict; the step is filled later from the progress bar."""
+    body = pl.col("msg").str.extract(r"(\{'.*\})", 1)
+    kv = pairs(df, PAIR, body)
+    out = kv.select(
+        "_i",
+        pl.lit(None, pl.Int64).alias("step"),
+        canonical(pl.col("key")).alias("name"),
+        num(pl.col("val")).alias("value"),
+    )
+    return shape(out, "hf_dict")
+
+
+GRAMMAR = Grammar("hf_dict", ("{'",), MATCH, extract)

@@ -1,0 +1,104 @@
+"""Megatron-LM (and Megatron-DeepSpeed) training, validation, memory and timer lines (formats.md §1.2).
+
+Training: ` [ts] iteration      100/  500000 | consumed samples: ... | lm loss: 2.345678E+00 | ... |`.
+Megatron drops the `lm loss` field when the interval's average is NaN (the `avg > 0` / `avg >= 0`
+test fails) — so a training line with no `... loss:` field while no iteration was skipped is read as
+`loss = NaN` (source `megatron_loss_absent`); with skipped iterations the absence is explained by the
+skips and no loss row is written. `number of skipped iterations` -> `skipped_steps` and
+`number of nan iterations` -> `nan_iterations` are counts for the logging interval.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from parsers.metric_grammars.common import NUM, Grammar, canonical, empty_rows, num, pairs, shape
+
+TRAIN = r"\biteration\s+(?P<it>\d+)/\s*(?P<total>\d+)\s*\|"
+VALID = r"\bvalidation(?:-\S+)? loss at (?:iteration (?P<vit>\d+)|[^|]*?)(?P<set> on (?:validation|test) set)?\s*\|"
+MEMORY = r"\(after (?P<mit>\d+) iterations\) memory \(MB\)"
+# Timer rows: `    forward-backward ...............: (1234.56, 1240.01)` or `...: 1234.56` (--timing-log-option max).
+TIMER = r"^\s*(?P<tname>[\w.-][\w .-]*?) \.{3,}: (?:\((?P<tmin>[\d.]+), (?P<tmax>[\d.]+)\)|(?P<tone>[\d.]+))\s*$"
+MATCH = "|".join([TRAIN, VALID, MEMORY, TIMER])
+
+# Each field is printed as ` key: value |`; the `|` is consumed so the next key starts after it.
+FIELD = rf"(?P<key>[A-Za-z][\w /().,-]*?):\s*(?P<val>{NUM})\s*\|"
+NAMES = {
+    "lm_loss": "loss",
+    "learning_rate": "lr",
+    "grad_norm": "grad_norm",
+    "elapsed_time_per_iteration_(ms)": "step_time_ms",
+    "throughput_per_gpu_(tflop/s/gpu)": "tflops",
+    "tflops": "tflops",
+    "samples_per_second": "samples_per_s",
+    "number_of_skipped_iterations": "skipped_steps",
+    "number_of_nan_iterations": "nan_iterations",
+    "energy_per_gpu_(j/iter/gpu)": "energy_j_per_gpu",
+    "power_per_gpu_(w/gpu)": "power_w_per_gpu",
+}
+MEM_NAMES = {"allocated": "mem_allocated_mib", "max allocated": "mem_max_mib", "reserved": "mem_reserved_mib",
+             "max reserved": "mem_max_reserved_mib"}
+
+
+def _train(df: pl.DataFrame) -> pl.DataFrame:
+    step = pl.col("msg").str.extract(TRAIN, 1).cast(pl.Int64, strict=False)
+    body = pl.col("msg").str.replace(r"^.*?\biteration\s+\d+/\s*\d+\s*", "")
+    kv = pairs(df.with_columns(step.alias("step")), FIELD, body)
+    rows = kv.select("_i", "step", canonical(pl.col("key"), NAMES).alias("name"), num(pl.col("val")).alias("value"))
+    # The loss field vanishes when its interval average was NaN; say so unless skipped iterations explain it.
+    has_loss = rows.group_by("_i").agg(
+        pl.col("name").str.contains(r"(?:^|_)loss$").any().alias("has_loss"),
+        pl.col("value").filter(pl.col("name") == "skipped_steps").first().alias("skipped"),
+    )
+    absent = (
+        df.select("_i", step.alias("step"))
+        .join(has_loss, on="_i", how="left")
+        .filter(~pl.col("has_loss").fill_null(False) & (pl.col("skipped").fill_null(0) == 0))
+        .select("_i", "step", pl.lit("loss").alias("name"), pl.lit(float("nan")).alias("value"))
+    )
+    return pl.concat([shape(rows, "megatron"), shape(absent, "megatron_loss_absent")])
+
+
+def _valid(df: pl.DataFrame) -> pl.DataFrame:
+    g = pl.col("msg").str.extract_groups(VALID)
+    base = df.with_columns(
+        g.struct.field("vit").cast(pl.Int64, strict=False).alias("step"),
+        pl.when(g.struct.field("set").str.contains("test")).then(pl.lit("test_")).otherwise(pl.lit("eval_")).alias("_pre"),
+    )
+    kv = pairs(base, rf"(?P<key>[^|]+?) (?P<kind>value|PPL): (?P<val>{NUM})")
+    name = pl.when(pl.col("kind") == "PPL").then(pl.lit("ppl")).otherwise(canonical(pl.col("key"), NAMES).str.replace(r"^lm_", ""))
+    rows = kv.select("_i", "step", (pl.col("_pre") + name).alias("name"), num(pl.col("val")).alias("value"))
+    return shape(rows, "megatron_validation")
+
+
+def _memory(df: pl.DataFrame) -> pl.DataFrame:
+    base = df.with_columns(pl.col("msg").str.extract(MEMORY, 1).cast(pl.Int64, strict=False).alias("step"))
+    kv = pairs(base, rf"\| (?P<key>allocated|max allocated|reserved|max reserved): (?P<val>{NUM})")
+    rows = kv.select("_i", "step", pl.col("key").replace_strict(MEM_NAMES).alias("name"), num(pl.col("val")).alias("value"))
+    return shape(rows, "megatron_memory")
+
+
+def _timers(df: pl.DataFrame) -> pl.DataFrame:
+    g = pl.col("msg").str.extract_groups(TIMER)
+    base = df.with_columns(g.alias("_g")).unnest("_g")
+    name = pl.lit("timer_") + pl.col("tname").str.strip_chars().str.to_lowercase().str.replace_all(r"[\s-]+", "_")
+    rows = pl.concat([
+        base.select("_i", pl.lit(None, pl.Int64).alias("step"), (name + "_ms").alias("name"),
+                    num(pl.coalesce("tmax", "tone")).alias("value")),
+        base.select("_i", pl.lit(None, pl.Int64).alias("step"), (name + "_min_ms").alias("name"),
+                    num(pl.col("tmin")).alias("value")),
+    ])
+    return shape(rows, "megatron_timers")
+
+
+def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
+    """Dispatch each claimed line to its sub-form."""
+    parts = []
+    for pattern, fn in ((TRAIN, _train), (VALID, _valid), (MEMORY, _memory), (TIMER, _timers)):
+        sub = df.filter(pl.col("msg").str.contains(pattern))
+        if sub.height:
+            parts.append(fn(sub))
+    return pl.concat(parts) if parts else empty_rows()
+
+
+GRAMMAR = Grammar("megatron", ("iteration", "...: "), MATCH, extract)

@@ -1,0 +1,83 @@
+"""MetricLogger loops (DETR, DeiT, MAE, BEiT, ConvNeXt, DINO, torchvision references) and mmengine lines.
+
+MetricLogger.log_every (formats.md §1.15): `Epoch: [115]  [1298/1299]  eta: 0:00:00  lr: 0.001435
+loss: 6.5993 (6.5971)  ...  time: 0.4944  data: 0.0001  max mem: 19152` — meters print
+`median (global_avg)`: the median (the window's current value) is read. `time`/`data` are seconds ->
+`step_time_ms`/`data_time_ms` (so a playbook can compute the data-time share), `max mem` is MB
+(`max_memory_allocated / 2**20`) -> `mem_max_mib`, `img/s` -> `samples_per_s`. Step: the iteration
+count `epoch * iters_per_epoch + i` (the epoch from `Epoch: [e]` or `Epoch: [e/E]`); `Test:` headers
+give `eval_` names and no step (carried from the training lines).
+mmengine (OpenMMLab, §0.1 prefix table, [OBS] mmpretrain#1632): `Epoch(train) [147][300/351]  lr: ..
+eta: ..  time: 1.0105  data_time: 0.0024  memory: 48596  loss: 0.4665`, `Iter(train) [ 100/1000] ...`.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from parsers.metric_grammars.common import NUM, Grammar, canonical, empty_rows, num, pairs, shape
+
+ML = r"^(?P<header>.*?)\s*\[\s*(?P<i>\d+)/(?P<n>\d+)\]\s+eta: \S+"
+MM = r"^(?P<kind>Epoch|Iter)\((?P<mode>train|val|test)\)\s*\[\s*(?P<a>\d+)(?:/\d+)?\](?:\[\s*(?P<b>\d+)/(?P<bn>\d+)\])?"
+MATCH = f"{ML}|{MM}"
+
+SECONDS = {"time", "data", "data_time", "iter_time", "batch_time"}
+NAMES = {"time": "step_time_ms", "iter_time": "step_time_ms", "batch_time": "step_time_ms", "data": "data_time_ms",
+         "data_time": "data_time_ms", "max_mem": "mem_max_mib", "memory": "mem_max_mib", "wd": "weight_decay"}
+
+
+def _rows(base: pl.DataFrame, text: pl.Expr, source: str) -> pl.DataFrame:
+    kv = pairs(base, rf"(?P<key>[A-Za-z][\w/.-]*(?: [A-Za-z][\w/.-]*)?): (?P<val>{NUM})(?: \((?P<avg>{NUM})\))?", text)
+    kv = kv.filter(pl.col("key") != "eta")
+    raw = num(pl.col("val"))
+    key = pl.col("key").str.to_lowercase().str.replace_all(" ", "_")
+    value = pl.when(key.is_in(list(SECONDS))).then(raw * 1000.0).otherwise(raw)
+    name = canonical(pl.col("key"), NAMES)
+    rows = kv.select("_i", "step", (pl.col("_pre") + name).alias("name"), value.alias("value"))
+    return shape(rows, source)
+
+
+def _metriclogger(df: pl.DataFrame) -> pl.DataFrame:
+    g = pl.col("msg").str.extract_groups(ML)
+    header = g.struct.field("header")
+    epoch = header.str.extract(r"\[\s*(\d+)(?:/\d+)?\s*\]", 1).cast(pl.Int64, strict=False)
+    i = g.struct.field("i").cast(pl.Int64, strict=False)
+    n = g.struct.field("n").cast(pl.Int64, strict=False)
+    is_test = header.str.contains(r"(?i)^\s*(?:test|val|valid|validation|eval)\b")
+    base = df.with_columns(
+        pl.when(is_test).then(None).otherwise(pl.when(epoch.is_not_null()).then(epoch * n + i).otherwise(i)).alias("step"),
+        pl.when(is_test).then(pl.lit("eval_")).otherwise(pl.lit("")).alias("_pre"),
+    )
+    text = pl.col("msg").str.replace(r"^.*?eta: \S+(?:\s+days?,\s+\S+)?", "")
+    return _rows(base, text, "metriclogger")
+
+
+def _mmengine(df: pl.DataFrame) -> pl.DataFrame:
+    g = pl.col("msg").str.extract_groups(MM)
+    a = g.struct.field("a").cast(pl.Int64, strict=False)
+    b = g.struct.field("b").cast(pl.Int64, strict=False)
+    bn = g.struct.field("bn").cast(pl.Int64, strict=False)
+    train = g.struct.field("mode") == "train"
+    # Epoch-based runs count epochs from 1: iteration = (epoch - 1) * iters_per_epoch + i.
+    step = pl.when(g.struct.field("kind") == "Iter").then(a).otherwise((a - 1) * bn + b)
+    base = df.with_columns(
+        pl.when(train).then(step).otherwise(None).alias("step"),
+        pl.when(train).then(pl.lit("")).otherwise(pl.lit("eval_")).alias("_pre"),
+    )
+    text = pl.col("msg").str.replace(MM, "").str.replace(r"eta: \S+(?:\s+days?,\s+\S+)?", "")
+    return _rows(base, text, "mmengine")
+
+
+def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
+    """MetricLogger first, then mmengine, for the lines each matches."""
+    parts = []
+    hit = df.get_column("msg").str.contains(ML)
+    if hit.any():
+        parts.append(_metriclogger(df.filter(hit)))
+    rest = df.filter(~hit)
+    if rest.height:
+        parts.append(_mmengine(rest))
+    return pl.concat(parts) if parts else empty_rows()
+
+
+GRAMMAR = Grammar("metriclogger", ("eta: ", "(train)", "(val)", "(test)"), MATCH, extract)

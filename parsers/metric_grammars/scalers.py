@@ -1,0 +1,60 @@
+"""Dynamic loss-scaler messages: fp16 overflow / skipped steps and loss-scale changes.
+
+Sources (formats.md): DeepSpeed `[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: X,
+reducing to Y` (and `[deepscale]`, the hysteresis branch, fused/unfused optimizer texts) §1.3; apex amp
+`Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to Y` §1.5; fairseq
+`NOTE: gradient overflow detected, ignoring gradient, setting loss scale to: Y` §1.10; Colossal-AI
+`Overflow occurs, the loss scale is adjusted to Y` §1.12.
+Each message that reports a skipped step gives `skipped_steps = 1` (one skipped step, so a sum over a
+window counts them); each that states the scale now in force gives `loss_scale`.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from parsers.metric_grammars.common import NUM, Grammar, empty_rows, num, shape, wide_to_rows
+
+# (regex, group holding the scale now in force or None, is a skipped step, group holding the step or None)
+RULES: list[tuple[str, str | None, bool, str | None]] = [
+    (rf"\[deep(?:speed|scale)\] OVERFLOW! Rank \d+ Skipping step\.(?: Attempted loss scale: (?P<prev>{NUM}), "
+     rf"(?:reducing to (?P<new>{NUM})|but hysteresis is \d+))?", "new|prev", True, None),
+    (rf"fp16 dynamic loss scale overflow! Skipping step\. Attempted loss scale: {NUM}, reducing to (?P<new>{NUM})", "new", True, None),
+    (rf"Overflow detected\. Skipping step\. Attempted loss scale: {NUM}, reducing to (?P<new>{NUM})", "new", True, None),
+    (r"Grad overflow on iteration:? (?P<it>\d+)", None, True, "it"),
+    (rf"(?:Reducing|Increasing) dynamic loss scale from {NUM} to (?P<new>{NUM})", "new", False, None),
+    (rf"Gradient overflow\.\s+Skipping step, (?:loss scaler \d+ )?reducing loss scale to (?P<new>{NUM})", "new", True, None),
+    (rf"OVERFLOW within closure! Skipping step, reducing loss scale to (?P<new>{NUM})", "new", True, None),
+    (r"Gradient overflow, skipping update", None, True, None),
+    (r"^OVERFLOW!$", None, True, None),
+    (rf"NOTE: (?:gradient )?overflow detected, (?:ignoring gradient, )?setting loss scale to: (?P<new>{NUM})", "new", True, None),
+    (rf"AMP: overflow detected, setting scale to to (?P<new>{NUM})", "new", True, None),
+    (rf"Overflow occurs, the loss scale is adjusted to (?P<new>{NUM})", "new", True, None),
+    (rf"No overflow for consecutive \d+ steps, the loss scale is adjusted to (?P<new>{NUM})", "new", False, None),
+    (r"Found overflow\. Skip step", None, True, None),
+]
+MATCH = "|".join(f"(?:{r})" for r, *_ in RULES)
+
+
+def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
+    """Rows per rule; a line is read by the first rule it matches."""
+    parts = []
+    rest = df
+    for regex, scale, skipped, step_group in RULES:
+        hit = rest.get_column("msg").str.contains(regex)
+        sub = rest.filter(hit)
+        if sub.height == 0:
+            continue
+        rest = rest.filter(~hit)
+        groups = pl.col("msg").str.extract_groups(regex)
+        cols: dict[str, pl.Expr] = {}
+        if scale:
+            cols["loss_scale"] = num(pl.coalesce([groups.struct.field(g) for g in scale.split("|")]))
+        if skipped:
+            cols["skipped_steps"] = pl.lit(1.0)
+        step = groups.struct.field(step_group).cast(pl.Int64, strict=False) if step_group else pl.lit(None, pl.Int64)
+        parts.append(wide_to_rows(sub, cols, step, "loss_scaler"))
+    return shape(pl.concat(parts), "loss_scaler") if parts else empty_rows()
+
+
+GRAMMAR = Grammar("loss_scaler", ("overflow", "loss scale", "OVERFLOW"), MATCH, extract)

@@ -1,0 +1,136 @@
+"""tqdm progress-bar states (formats.md §1.16, §1.4): postfix metrics and the step context of HF dicts.
+
+A bar state is `{desc}: {pct}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}{postfix}]` (or
+`{desc}: {n}it [{elapsed}, {rate}{postfix}]` without a total; pasted logs may lose the `|bar|`).
+`postfix` is `, k=v, k=v` (Lightning: `v_num=..` and every `prog_bar=True` metric; fairseq tqdm mode:
+`loss=.., num_updates=..`; user loops: `set_postfix(...)`). A bar without a postfix gives no metric,
+so data-loading / checkpoint-shard bars are silent.
+
+Steps: `num_updates`/`step`/`global_step` in the postfix when present; else for Lightning's
+`Epoch N` bars `N * total + n` (the 1-based global batch count of 2.x); else `n`.
+
+No metric read twice: a bar is redrawn many times per step (every `\r`), repeating the same postfix.
+Per (rank, bar description with digits masked, metric): of adjacent states with the same step only
+the last is kept (it carries the newest postfix: Lightning and `set_postfix` redraw the same `n` with
+the new value), a state at `n = 0` (a bar just reset, still showing the previous epoch's postfix) is
+skipped, and an `eval_*` value equal to the one kept before it is dropped (Lightning keeps
+showing the last `val_loss` for a whole epoch). `state["tqdm_last"]` carries this across chunks.
+
+Bar states without a description (the HF Trainer bar) are also emitted as internal `_bar` rows
+(value = n) so that `steps.assign_hf_steps` can give HF console dicts their step; they never reach
+the metrics table.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from parsers.metric_grammars.common import NUM, ROW_SCHEMA, Grammar, canonical, empty_rows, num
+
+BAR = (
+    r"(?P<desc>[^\]\[|%\r]*?)(?:(?P<pct>\d{1,3})%(?:\|[^|\]]*\||\s)\s*(?P<n>\d+)/(?P<total>\d+)|(?P<n2>\d+)(?:it|\s?[a-z]+)?)"
+    r"\s*\[(?P<el>[\d:]+)(?:<[\d:?]+)?,\s*(?P<rate>[^,\]]*?(?:it/s|s/it|/s|s/[a-z]+))(?P<post>(?:, [^\]]*)?)\]"
+)
+MATCH = r"(?:\d%(?:\|[^|\]]*\||\s)\s*\d+/\d+|\d+(?:it|\s?[a-z]+)?)\s*\[[\d:]+(?:<[\d:?]+)?,\s*[^,\]]*?(?:it/s|s/it|/s|s/[a-z]+)"
+POSTFIX_PAIR = rf"(?:^|, )(?P<key>[^=,\s][^=,]*?)=(?P<val>\s*(?:tensor\()?(?:{NUM}))"
+POSTFIX_NAMES = {
+    "train_loss": "loss",
+    "train_loss_step": "loss",
+    "loss_step": "loss",
+    "train/loss": "loss",
+    "val_loss": "eval_loss",
+    "valid_loss": "eval_loss",
+    "validation_loss": "eval_loss",
+    "val/loss": "eval_loss",
+    "ups": "updates_per_s",
+    "clip": "clip_pct",
+}
+SKIP = ["v_num", "batch_idx", "num_updates", "step", "global_step", "steps", "split_idx"]
+BAR_NAME = "_bar"
+
+
+def bar_states(df: pl.DataFrame) -> pl.DataFrame:
+    """One row per bar state (several per segment when `\\r` was lost): _i, _b (order), desc, n, total, post."""
+    states = (
+        df.select("_i", "rank", pl.col("msg").str.extract_all(BAR).alias("_s"))
+        .explode("_s")
+        .filter(pl.col("_s").is_not_null())
+        .with_columns(pl.col("_s").str.extract_groups(BAR))
+        .unnest("_s")
+        .with_row_index("_b")
+    )
+    return states.select(
+        "_i", "_b", "rank",
+        pl.col("desc").str.strip_chars().str.strip_chars_end(":").str.strip_chars().alias("desc"),
+        pl.coalesce(pl.col("n"), pl.col("n2")).cast(pl.Int64, strict=False).alias("n"),
+        pl.col("total").cast(pl.Int64, strict=False).alias("total"),
+        pl.col("post"),
+    )
+
+
+def _postfix_rows(states: pl.DataFrame, state: dict) -> pl.DataFrame:
+    # A state at n=0 has done nothing yet: its postfix is what the previous bar (epoch) left there.
+    with_post = states.filter((pl.col("post").str.len_chars() > 0) & (pl.col("n") > 0))
+    if with_post.height == 0:
+        return empty_rows()
+    kv = (
+        with_post.with_columns(pl.col("post").str.extract_all(POSTFIX_PAIR).alias("_kv"))
+        .explode("_kv")
+        .filter(pl.col("_kv").is_not_null())
+        .with_columns(pl.col("_kv").str.extract_groups(POSTFIX_PAIR))
+        .unnest("_kv")
+        .with_columns(pl.col("key").str.strip_chars())
+    )
+    step_key = (
+        kv.filter(pl.col("key").is_in(["num_updates", "step", "global_step", "steps"]))
+        .group_by("_b").agg(num(pl.col("val")).first().cast(pl.Int64, strict=False).alias("_ps"))
+    )
+    epoch = pl.col("desc").str.extract(r"^Epoch (\d+)$", 1).cast(pl.Int64, strict=False)
+    kv = kv.join(step_key, on="_b", how="left").with_columns(
+        pl.coalesce(pl.col("_ps"), epoch * pl.col("total") + pl.col("n"), pl.col("n")).alias("step"),
+        pl.col("desc").str.replace_all(r"\d+", "#").alias("_dk"),
+    )
+    rows = kv.filter(~pl.col("key").str.to_lowercase().is_in(SKIP)).select(
+        "_i", "_b", "rank", "_dk", "step",
+        canonical(pl.col("key"), POSTFIX_NAMES).alias("name"),
+        num(pl.col("val").str.replace(r"tensor\(", "")).alias("value"),
+    ).filter(pl.col("value").is_not_null())
+    return _dedupe(rows.sort("_b"), state)
+
+
+def _dedupe(rows: pl.DataFrame, state: dict) -> pl.DataFrame:
+    """Adjacent redraws of one step keep the last; repeated eval values keep the first (see module doc)."""
+    key = ["rank", "_dk", "name"]
+    rows = rows.filter(pl.col("step").shift(-1).over(key).ne_missing(pl.col("step")))
+    last: dict = state.setdefault("tqdm_last", {})
+    if last:
+        prev = pl.DataFrame(
+            [{"rank": k[0], "_dk": k[1], "name": k[2], "_prev": v} for k, v in last.items()],
+            schema={"rank": pl.Int32, "_dk": pl.String, "name": pl.String, "_prev": pl.Float64},
+        )
+        rows = rows.join(prev, on=key, how="left", nulls_equal=True)
+    else:
+        rows = rows.with_columns(pl.lit(None, pl.Float64).alias("_prev"))
+    before = pl.coalesce(pl.col("value").shift(1).over(key), pl.col("_prev"))
+    repeated = pl.col("name").str.starts_with("eval_") & (pl.col("value") == before).fill_null(False) & ~pl.col("value").is_nan()
+    rows = rows.filter(~repeated)
+    for r in rows.group_by(key).agg(pl.col("value").last()).iter_rows():
+        last[(r[0], r[1], r[2])] = r[3]
+    return rows.select("_i", "step", "name", "value", pl.lit("tqdm_postfix").alias("source")).cast(ROW_SCHEMA)
+
+
+def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
+    """Postfix metrics of the claimed bar lines."""
+    return _postfix_rows(bar_states(df), state)
+
+
+def hf_bar_rows(df: pl.DataFrame) -> pl.DataFrame:
+    """Internal `_bar` rows (undescribed bars with a total) for any candidate line, claimed or not."""
+    states = bar_states(df).filter((pl.col("desc") == "") & pl.col("total").is_not_null())
+    return states.select(
+        "_i", pl.col("n").alias("step"), pl.lit(BAR_NAME).alias("name"), pl.col("_b").cast(pl.Float64).alias("value"),
+        pl.lit("tqdm_bar").alias("source"),
+    ).cast(ROW_SCHEMA)
+
+
+GRAMMAR = Grammar("tqdm", ("it/s", "s/it", "%|"), MATCH, extract)
