@@ -65,6 +65,8 @@ class Analysis:
     ran: list[str]
     skipped: dict[str, str]
     errored: dict[str, str]
+    # The earliest error on any rank: where a multi-rank failure started.
+    first_failure: Onset | None = None
 
 
 def _merge(pb: Playbook, detections: list[Detection]) -> Finding:
@@ -242,4 +244,14 @@ def analyze(ctx: Context, cfg: Config | None = None, overrides: dict | None = No
     link(findings)
     for f in findings:
         _rank_causes(f)
-    return Analysis(context=ctx, findings=order(findings), ran=ran, skipped=skipped, errored=errored)
+    ordered = order(findings)
+    return Analysis(context=ctx, findings=ordered, ran=ran, skipped=skipped, errored=errored,
+                    first_failure=first_failure(ordered))
+
+
+def first_failure(findings: list[Finding]) -> Onset | None:
+    """The onset of the earliest root finding above `info` that names a rank or step (the first failing rank)."""
+    roots = [f for f in findings if f.root_cause and f.severity >= Severity.HIGH]
+    if not roots:
+        return None
+    return min((f.onset for f in roots), key=_onset_key)

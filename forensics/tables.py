@@ -144,34 +144,58 @@ GPU_PROCS = pa.schema(
     ]
 )
 
+# One trace event (Kineto op/kernel/runtime call, VizTracer function call, instant marker).
+# `line` is the event's index in `traceEvents` (0-based); `ts_us`/`dur_us` are the trace's own
+# microsecond clock, `ts` the absolute UTC time where the trace says how (baseTimeNanoseconds,
+# epoch-based Kineto timestamps). `kind` is `cat` normalised across writers and eras
+# (Operator -> cpu_op, Runtime -> cuda_runtime, FEE/fee -> function, ...). `args` is the
+# event's raw JSON args, left unparsed until someone needs it.
 SPANS = pa.schema(
     [
         ("file", DICT_STR),
         ("line", pa.int64()),
         ("source", DICT_STR),
+        ("rank", pa.int32()),
         ("pid", pa.int64()),
         ("tid", pa.int64()),
+        ("thread", DICT_STR),
+        ("ph", DICT_STR),
         ("name", DICT_STR),
         ("cat", DICT_STR),
+        ("kind", DICT_STR),
         ("ts_us", pa.float64()),
         ("dur_us", pa.float64()),
+        ("ts", TS),
         ("stream", pa.int64()),
         ("device", pa.int64()),
         ("correlation", pa.int64()),
+        ("external_id", pa.int64()),
         ("step", pa.int64()),
-        ("args", pa.string()),
+        # VizTracer function names `qualname (file:line)` split apart.
+        ("func", DICT_STR),
+        ("src_file", DICT_STR),
+        ("src_line", pa.int64()),
+        ("args", pa.large_string()),
     ]
 )
 
+# One sample of a counter: Kineto `[memory]` totals, `C` counter events (VizTracer log_var,
+# VizCounter, gc), numeric VizTracer `name = value` instants, memory-timeline exports.
+# `name` is the counter, `series` the key inside it (a `C` event's args key, a memory category).
 COUNTERS = pa.schema(
     [
         ("file", DICT_STR),
         ("line", pa.int64()),
         ("source", DICT_STR),
+        ("rank", pa.int32()),
         ("pid", pa.int64()),
         ("tid", pa.int64()),
         ("name", DICT_STR),
+        ("series", DICT_STR),
+        ("device", pa.int64()),
         ("ts_us", pa.float64()),
+        ("ts", TS),
+        ("step", pa.int64()),
         ("value", pa.float64()),
     ]
 )

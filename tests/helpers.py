@@ -9,9 +9,9 @@ import polars as pl
 from forensics.ingest import Run, ingest
 
 
-def write_run(tmp: Path, files: dict[str, str | bytes]) -> Path:
-    """Create a run folder with the given relative paths and contents."""
-    root = tmp / "run"
+def write_run(tmp: Path, files: dict[str, str | bytes], name: str = "run") -> Path:
+    """Create a run folder `tmp/name` with the given relative paths and contents."""
+    root = tmp / name
     for rel, content in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -84,6 +84,7 @@ def report_dict(a: Analysis) -> dict:
             "tables": {name: run.table(name).num_rows for name in ("events", "metrics", "gpu", "gpu_procs", "spans", "counters")},
             "meta": _clean(run.meta),
             "baseline": str(a.context.baseline.run.root) if a.context.baseline else None,
+            "first_failure": _onset(a.first_failure) if a.first_failure else None,
         },
         "files": files,
         "playbooks": {

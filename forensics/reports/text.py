@@ -89,6 +89,11 @@ def render(a: Analysis, colour: bool = False, max_evidence: int = 3) -> str:
     lines = [st.bold(f"forensics: {run.root}") + st.dim(f"  ({len(files)} files, {len(a.ran)} playbooks ran, {len(a.skipped)} skipped)")]
     for r in bad:
         lines.append(st.dim(f"  note: {r['file']}: {r['status']}: {r['error']}"))
+    ff = a.first_failure
+    if ff is not None and (ff.rank is not None or ff.step is not None):
+        parts = [f"rank {ff.rank}" if ff.rank is not None else "", f"step {ff.step}" if ff.step is not None else "",
+                 ff.time.strftime("%Y-%m-%d %H:%M:%S UTC") if ff.time else "", f"{ff.file}:{ff.line}" if ff.file else ""]
+        lines.append(st.bold("first failure: ") + ", ".join(p for p in parts if p))
     lines.append("")
     depth_of: dict[str, int] = {}
     roots = [f for f in a.findings if f.root_cause]

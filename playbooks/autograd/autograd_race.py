@@ -9,8 +9,8 @@ from playbooks.base import Playbook, Threshold, declare
 from playbooks.evidence import detection, events, first_message, where
 from playbooks.model import Cause, Detection, Severity
 
-INPLACE_CODES = ("inplace_autograd_error", "autograd_inplace_modified", "leaf_inplace_error", "view_inplace_error")
-TWICE_CODES = ("backward_twice", "autograd_backward_twice")
+INPLACE_CODES = ("inplace_autograd_error",)
+TWICE_CODES = ("backward_twice",)
 
 PLAYBOOK = declare(
     Playbook(

@@ -7,9 +7,12 @@ from playbooks.base import Playbook, declare
 from playbooks.evidence import detection, events, first_message, where
 from playbooks.model import Cause, Detection, Severity
 
-LABEL_CODES = ("label_out_of_range", "target_out_of_bounds", "nll_assert", "cuda_class_assert")
-INDEX_CODES = ("embedding_index_out_of_range", "index_select_assert")
-NAN_INPUT_CODES = ("nan_input", "nonfinite_input")
+LABEL_CODES = ("target_out_of_bounds",)
+# The kernel assert of a label out of range (nll_loss / cross-entropy on GPU).
+ASSERT_CODES = ("cuda_kernel_assert",)
+LABEL_ASSERT = r"n_classes|t >= 0 && t < n_classes|cur_target"
+INDEX_CODES = ("embedding_index_out_of_range",)
+INDEX_ASSERT = r"srcIndex < srcSelectDimSize|index out of bounds|idx_dim >= 0"
 
 PLAYBOOK = declare(
     Playbook(
@@ -56,12 +59,14 @@ An `IndexError` from ordinary Python list indexing is not a data-range error; on
 @PLAYBOOK.detector(("events",))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Label-range, embedding-index and non-finite-input errors."""
-    labels, index, nan = events(ctx, LABEL_CODES), events(ctx, INDEX_CODES), events(ctx, NAN_INPUT_CODES)
+    import polars as pl
+
+    labels = pl.concat([events(ctx, LABEL_CODES), events(ctx, ASSERT_CODES, text=LABEL_ASSERT)], how="vertical_relaxed")
+    index = pl.concat([events(ctx, INDEX_CODES), events(ctx, ASSERT_CODES, text=INDEX_ASSERT)], how="vertical_relaxed")
+    nan = labels.clear()
     parts = [p for p in (labels, index, nan) if p.height]
     if not parts:
         return None
-    import polars as pl
-
     ev = pl.concat(parts, how="vertical_relaxed").sort(["ts", "file", "line"], nulls_last=True)
     causes: dict[str, float] = {}
     if labels.height:

@@ -9,7 +9,7 @@ from playbooks.base import Playbook, declare
 from playbooks.evidence import detection, events, first_message
 from playbooks.model import Cause, Detection, Severity
 
-VOCAB_CODES = ("embedding_size_mismatch", "vocab_size_mismatch", "state_dict_size_mismatch")
+VOCAB_CODES: tuple[str, ...] = ()  # a vocab/embedding size-mismatch signature is still to be added
 PADDING_CODES = ("padding_side_warning", "pad_token_missing", "special_tokens_added")
 LENGTH_CODES = ("sequence_length_warning",)
 

@@ -7,8 +7,7 @@ from playbooks.base import Playbook, declare
 from playbooks.evidence import detection, events, first_message, where
 from playbooks.model import Cause, Detection, Severity
 
-CODES = ("invalid_resource_handle", "invalid_device_context", "cuda_invalid_context", "cuda_fork_reinit",
-         "cuda_initialization_error", "cuda_busy_unavailable")
+CODES = ("invalid_resource_handle", "invalid_device_context", "cuda_busy_unavailable")
 
 PLAYBOOK = declare(
     Playbook(

@@ -7,8 +7,8 @@ from playbooks.base import Playbook, declare
 from playbooks.evidence import detection, events, first_message, where
 from playbooks.model import Cause, Detection, Severity
 
-CODES = ("device_side_assert", "illegal_memory_access", "cuda_launch_failure", "misaligned_address", "illegal_instruction",
-         "cuda_kernel_assert", "hip_error")
+CODES = ("device_side_assert", "cuda_kernel_assert", "illegal_memory_access", "misaligned_address", "illegal_instruction",
+         "cuda_launch_failure")
 
 PLAYBOOK = declare(
     Playbook(

@@ -7,9 +7,9 @@ from playbooks.base import Playbook, declare
 from playbooks.evidence import detection, events, first_message
 from playbooks.model import Cause, Detection, Severity
 
-DRIVER_CODES = ("cuda_driver_insufficient", "cuda_driver_too_old", "nvml_driver_mismatch", "cuda_init_failed")
+DRIVER_CODES = ("cuda_driver_insufficient", "cuda_driver_too_old", "no_nvidia_driver", "cuda_init_failed")
 ARCH_CODES = ("no_kernel_image", "cuda_arch_incompatible", "cuda_capability_warning")
-NCCL_CODES = ("nccl_version_mismatch",)
+NCCL_CODES: tuple[str, ...] = ()  # no message form of a version mismatch is known yet
 
 PLAYBOOK = declare(
     Playbook(

@@ -8,8 +8,7 @@ from playbooks.evidence import detection, events, first_message
 from playbooks.fields import field
 from playbooks.model import Cause, Detection, Severity
 
-CODES = ("xid", "xid_error", "ecc_uncorrectable", "cuda_ecc_error", "gpu_fallen_off_bus", "gpu_lost", "nvml_gpu_lost",
-         "row_remap_failure", "page_retirement")
+CODES = ("xid", "sxid", "ecc_error", "gpu_fallen_off_bus")
 # Xid codes that mean the hardware (memory, bus, GPU) failed, not the program. 13/31/43 are usually application faults.
 HW_XIDS = {"48", "63", "64", "74", "79", "92", "94", "95", "119", "120", "123", "140"}
 

@@ -11,7 +11,7 @@ from playbooks.evidence import detection, events, first_message, ranks_text
 from playbooks.fields import field
 from playbooks.model import Cause, Detection, Severity
 
-MISMATCH_CODES = ("collective_mismatch", "collective_fingerprint_mismatch", "desync_report", "gloo_size_mismatch")
+MISMATCH_CODES = ("collective_mismatch",)
 
 PLAYBOOK = declare(
     Playbook(

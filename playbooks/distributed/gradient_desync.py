@@ -7,8 +7,7 @@ from playbooks.base import Playbook, Threshold, declare
 from playbooks.evidence import detection, events, first_message, ranks_text
 from playbooks.model import Cause, Detection, Severity
 
-DDP_CODES = ("ddp_unused_parameters", "ddp_unfinished_reduction", "ddp_param_mismatch", "ddp_marked_ready_twice",
-             "gradient_mismatch")
+DDP_CODES = ("ddp_unused_parameters", "ddp_unused_parameter_list", "ddp_marked_ready_twice", "fsdp_requires_grad_mismatch")
 
 PLAYBOOK = declare(
     Playbook(

@@ -10,10 +10,10 @@ from playbooks.evidence import detection, events, first_message, ranks_text
 from playbooks.fields import field
 from playbooks.model import Cause, Detection, Severity
 
-TIMEOUT_CODES = ("nccl_watchdog_timeout", "nccl_work_timeout", "gloo_timeout", "nccl_heartbeat_timeout",
-                 "collective_timeout", "dist_store_timeout", "nccl_watchdog_terminated")
-ERROR_CODES = ("nccl_error", "nccl_system_error", "nccl_internal_error", "nccl_remote_error", "nccl_unhandled_cuda_error",
-               "nccl_warn", "nccl_invalid_usage", "dist_backend_error")
+TIMEOUT_CODES = ("nccl_watchdog_timeout", "nccl_work_status", "nccl_heartbeat_timeout", "store_timeout",
+                 "store_socket_timeout", "gloo_error")
+ERROR_CODES = ("nccl_error", "nccl_error_detail", "nccl_comm_aborted", "nccl_socket_connect_failed",
+               "nccl_ib_completion_error", "nccl_warn", "dist_network_error")
 NETWORK_TEXT = r"(?i)socket|connect|NET/IB|ibv_|network|Connection reset|remote process exited|ib_|RoCE"
 INTERFACE_TEXT = r"(?i)NCCL_SOCKET_IFNAME|Bootstrap : no socket interface|no socket interface found|No usable|failed to bind"
 
@@ -85,7 +85,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         ops = seq.get_column("op").drop_nulls().unique().to_list()
         if ops:
             facts["op_types"] = sorted(ops)
-    text = pl.concat([ev.get_column("message"), ev.get_column("text")]).str.concat("\n")[0] if ev.height else ""
+    text = pl.concat([ev.get_column("message"), ev.get_column("text")]).str.join("\n")[0] if ev.height else ""
     if pl.Series([text]).str.contains(NETWORK_TEXT)[0]:
         causes["network"] = 0.6
     if pl.Series([text]).str.contains(INTERFACE_TEXT)[0]:

@@ -10,8 +10,7 @@ from playbooks.fields import field, fmt_mib, size_mib
 from playbooks.model import Cause, Detection, Severity
 
 # Event codes of the signature table that are a device allocation failure.
-OOM_CODES = ("cuda_oom", "cuda_oom_legacy", "cuda_error_oom", "hip_oom", "xpu_oom", "mps_oom", "cublas_alloc_failed",
-             "cuda_malloc_async_oom")
+OOM_CODES = ("cuda_oom", "mps_oom")
 
 PLAYBOOK = declare(
     Playbook(

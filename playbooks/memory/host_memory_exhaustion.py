@@ -10,10 +10,10 @@ from playbooks.evidence import detection, events, first_message, ranks_text
 from playbooks.model import Cause, Detection, Severity
 
 # Proof that host memory ran out.
-KERNEL_OOM = ("kernel_oom_kill", "cgroup_oom_kill", "slurm_oom_kill")
-CPU_ALLOC = ("cpu_alloc_failed",)
-SHM = ("dataloader_bus_error", "dataloader_worker_bus_error", "shm_insufficient", "nccl_shm_error")
-WORKER_KILLED = ("dataloader_worker_killed", "dataloader_worker_exited")
+KERNEL_OOM_CODES = ("host_oom_killed", "slurm_oom_kill")
+CPU_ALLOC_CODES = ("cpu_alloc_failed",)
+SHM_CODES = ("dataloader_worker_bus_error", "nccl_shm_attach_failed")
+WORKER_CODES = ("dataloader_worker_killed", "dataloader_worker_exited")
 
 PLAYBOOK = declare(
     Playbook(
@@ -63,9 +63,9 @@ have sent SIGKILL. They are not counted here.
 @PLAYBOOK.detector(("events",))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Host OOM kills, CPU allocation failures, shm exhaustion and workers killed by SIGKILL/SIGBUS."""
-    kernel = events(ctx, KERNEL_OOM + CPU_ALLOC)
-    shm = pl.concat([events(ctx, SHM), events(ctx, WORKER_KILLED, text=r"Bus error|shared memory|shm")], how="vertical_relaxed")
-    killed = events(ctx, WORKER_KILLED, text=r"signal: Killed")
+    kernel = events(ctx, KERNEL_OOM_CODES + CPU_ALLOC_CODES)
+    shm = pl.concat([events(ctx, SHM_CODES), events(ctx, WORKER_CODES, text=r"Bus error|shared memory|shm")], how="vertical_relaxed")
+    killed = events(ctx, WORKER_CODES, text=r"signal: Killed")
     parts = [p for p in (kernel, shm, killed) if p.height]
     if not parts:
         return None

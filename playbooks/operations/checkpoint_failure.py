@@ -10,9 +10,10 @@ from playbooks.evidence import detection, events, first_message, where
 from playbooks.model import Cause, Detection, Severity
 
 # Specific to checkpoints whatever the context.
-CORRUPT_CODES = ("checkpoint_corrupt", "zip_archive_corrupt", "safetensors_error", "unpickling_eof", "checkpoint_load_error")
+CORRUPT_CODES = ("checkpoint_corrupt",)
+SAVE_CODES = ("checkpoint_write_failed", "checkpoint_permission_denied")
 # Generic OS errors: they count only inside a save/load context (traceback or path).
-OS_CODES = ("permission_denied", "no_space_left", "disk_quota_exceeded", "read_only_filesystem")
+OS_CODES = ("permission_denied", "no_space_left")
 CONTEXT = r"(?i)torch/serialization\.py|torch\.save|save_pretrained|save_checkpoint|save_model|_save_checkpoint|checkpoint|safetensors|\.pt['\"]|\.pth['\"]|\.bin['\"]|\.ckpt|state_dict|save_file|load_state_dict"
 
 PLAYBOOK = declare(
@@ -76,7 +77,7 @@ def _in_checkpoint_context(ctx: Context, ev: pl.DataFrame) -> pl.DataFrame:
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Corrupt-archive errors, and permission / disk-full errors in a checkpoint context."""
     corrupt = events(ctx, CORRUPT_CODES)
-    os_err = _in_checkpoint_context(ctx, events(ctx, OS_CODES))
+    os_err = pl.concat([events(ctx, SAVE_CODES), _in_checkpoint_context(ctx, events(ctx, OS_CODES))], how="vertical_relaxed")
     parts = [p for p in (corrupt, os_err) if p.height]
     if not parts:
         return None

@@ -11,8 +11,7 @@ from playbooks.base import Playbook, Threshold, declare
 from playbooks.evidence import detection, events, first_message
 from playbooks.model import Cause, Detection, Onset, Severity
 
-DUMP_CODES = ("faulthandler_timeout", "py_spy_dump", "stack_dump", "nccl_heartbeat_timeout", "dataloader_timeout",
-              "nccl_watchdog_stuck")
+DUMP_CODES = ("nccl_heartbeat_timeout", "nccl_watchdog_stuck", "dataloader_timeout")
 ERROR_SEVERITIES = ("error",)
 
 PLAYBOOK = declare(
