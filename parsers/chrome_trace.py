@@ -1,0 +1,373 @@
+"""Chrome trace-event JSON (Kineto, VizTracer, any tool) decoded straight into Arrow columns.
+
+Speed and memory (traces reach gigabytes): the `traceEvents` array is cut into windows of
+a few MB at event boundaries and each window is decoded by msgspec into typed structs that
+declare only the fields we keep (`args` stays a zero-copy `msgspec.Raw`), then turned into
+Arrow columns before the next window is decoded. Peak memory is the file bytes plus the
+columns plus one window of Python objects. A window that does not decode is the end of
+the array (trailing data), a split inside a nested value (retried further on), a tolerated
+quirk of old writers (control characters, bare `N/A`: decoded leniently), or damage
+(truncation, corruption): then every complete event before the damage is kept and the
+result says so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+
+DICT_STR = pa.dictionary(pa.int32(), pa.string())
+WINDOW_BYTES = 16 * 1024 * 1024
+_EMPTY = msgspec.Raw(b"")
+
+
+class Event(msgspec.Struct, gc=False):
+    """The fields of a trace event we keep; unknown keys are skipped by the decoder."""
+
+    ph: str = ""
+    cat: str | None = None
+    name: str | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ts: float | None = None
+    dur: float | None = None
+    args: msgspec.Raw = _EMPTY
+
+
+class LooseEvent(msgspec.Struct, gc=False):
+    """Same fields with any JSON type: the fallback for writers that break the usual types."""
+
+    ph: Any = ""
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: msgspec.Raw = _EMPTY
+
+
+_DECODE = msgspec.json.Decoder(list[Event])
+_DECODE_LOOSE = msgspec.json.Decoder(list[LooseEvent])
+_META = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+# Where one event ends and the next begins (also matches inside strings or nested values;
+# a wrong split never decodes, so it is detected and skipped).
+_SPLIT = re.compile(rb"\}\s*,\s*\{")
+# Candidate ends of the last complete event when the data is damaged.
+_EVENT_END = re.compile(rb"\}(?=\s*(?:,|\]|$))")
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_BYTE_POS = re.compile(r"byte (\d+)")
+# Old Kineto wrote bare N/A values (the TensorBoard plugin quoted them before json.loads).
+_BARE_NA = re.compile(rb"(:\s*)N/A(\s*[,}\]])")
+
+COLUMNS = ("ph", "cat", "name", "pid", "tid", "ts", "dur")
+
+
+@dataclass
+class Trace:
+    """The decoded events as Arrow columns plus the document's other top-level keys."""
+
+    events: pa.Table
+    meta: dict[str, msgspec.Raw]
+    complete: bool = True  # False when events were lost to truncation or corruption
+    problems: list[str] = field(default_factory=list)
+    bare_array: bool = False  # legacy export: the document is the event list itself
+
+    def meta_value(self, key: str, default: Any = None) -> Any:
+        """One top-level key decoded to Python (JSON null and undecodable values give `default`)."""
+        raw = self.meta.get(key)
+        if raw is None:
+            return default
+        try:
+            value = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            return default
+        return default if value is None else value
+
+
+def _raw_column(raws: list) -> pa.Array:
+    """Raw JSON slices as one Arrow string array (one join, no per-item Python objects)."""
+    n = len(raws)
+    lens = np.fromiter(map(len, raws), dtype=np.int64, count=n)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    data = b"".join(raws)
+    valid = lens > 0
+    mask = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    arr = pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [mask, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return arr.view(pa.large_string())
+
+
+def _ids(values: list) -> tuple[pa.Array, pa.Array | None]:
+    """pid/tid as int64, with the original text kept where a writer used strings ('stream 7', 'Spans')."""
+    try:
+        return pa.array(values, type=pa.int64()), None
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        pass
+    ints = [v if type(v) is int and -(2**63) <= v < 2**63 else None for v in values]
+    text = [v if type(v) is str else (None if v is None or type(v) is int else str(v)) for v in values]
+    return pa.array(ints, type=pa.int64()), pa.array(text, type=pa.string())
+
+
+def _text(values: list) -> pa.Array:
+    try:
+        return pa.array(values, type=DICT_STR)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([None if v is None else str(v) for v in values], type=DICT_STR)
+
+
+def _floats(values: list) -> pa.Array:
+    try:
+        return pa.array(values, type=pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        out = []
+        for v in values:
+            try:
+                out.append(None if v is None or isinstance(v, bool) else float(v))
+            except (TypeError, ValueError):
+                out.append(None)
+        return pa.array(out, type=pa.float64())
+
+
+def _columns(events: list, first_index: int) -> pa.Table:
+    """One window of decoded events as a table (event index = position in traceEvents)."""
+    n = len(events)
+    cols: dict[str, pa.Array] = {"idx": pa.array(np.arange(first_index, first_index + n, dtype=np.int64))}
+    for name in ("ph", "cat", "name"):
+        cols[name] = _text(list(map(attrgetter(name), events)))
+    for name in ("pid", "tid"):
+        ints, text = _ids(list(map(attrgetter(name), events)))
+        cols[name] = ints
+        cols[f"{name}_text"] = text if text is not None else pa.nulls(n, pa.string())
+    cols["ts"] = _floats(list(map(attrgetter("ts"), events)))
+    cols["dur"] = _floats(list(map(attrgetter("dur"), events)))
+    cols["args"] = _raw_column(list(map(attrgetter("args"), events)))
+    return pa.table(cols)
+
+
+def _lenient(window: bytes) -> tuple[list, int] | None:
+    """Decode a window the forgiving way (control characters, bare N/A, odd types).
+
+    Returns the events and the window offset just after the list's ']' (data may follow it),
+    or None when even this fails.
+    """
+    try:
+        return _DECODE_LOOSE.decode(window), len(window)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        pass
+    fixed = _BARE_NA.sub(rb'\1"N/A"\2', window)
+    try:
+        items, end = json.JSONDecoder(strict=False).raw_decode(fixed.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(items, list):
+        return None
+    # Offsets changed where N/A got quotes: map the end back by counting the replacements before it.
+    end_bytes = len(fixed.decode("utf-8", errors="replace")[:end].encode("utf-8"))
+    end_bytes -= 2 * len(_BARE_NA.findall(fixed[:end_bytes].replace(b'"N/A"', b"N/A")))
+    out = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        args = item.get("args")
+        out.append(LooseEvent(
+            ph=item.get("ph", ""), cat=item.get("cat"), name=item.get("name"), pid=item.get("pid"),
+            tid=item.get("tid"), ts=item.get("ts"), dur=item.get("dur"),
+            args=msgspec.Raw(msgspec.json.encode(args)) if args is not None else _EMPTY,
+        ))
+    return out, end_bytes
+
+
+def _decode_window(window: bytes) -> list:
+    """Typed decode; on a type surprise, the loose struct. Raises DecodeError on invalid JSON."""
+    try:
+        return _DECODE.decode(window)
+    except msgspec.ValidationError:
+        return _DECODE_LOOSE.decode(window)
+
+
+class _Reader:
+    """Walks the traceEvents array window by window."""
+
+    def __init__(self, buf: bytes, start: int, window: int) -> None:
+        self.buf = buf
+        self.start = start  # first byte after '['
+        self.window = window
+        self.parts: list[pa.Table] = []
+        self.count = 0
+        self.complete = True
+        self.problems: list[str] = []
+        self.end: int | None = None  # index of the closing ']' once found
+
+    def _emit(self, events: list) -> None:
+        if events:
+            self.parts.append(_columns(events, self.count))
+            self.count += len(events)
+
+    def _salvage(self, lo: int, hi: int, reason: str) -> int | None:
+        """Keep the complete events of buf[lo:hi] before the damage; return where decoding may resume."""
+        buf = self.buf
+        tail_from = max(lo, hi - 4 * self.window)
+        ends = [m.start() + 1 for m in _EVENT_END.finditer(buf, tail_from, hi)]
+        tries = 0
+        for end in reversed(ends):
+            tries += 1
+            if tries > 64:
+                break
+            try:
+                events = _decode_window(b"[" + buf[lo:end] + b"]")
+            except msgspec.DecodeError:
+                continue
+            self._emit(events)
+            self.complete = False
+            self.problems.append(f"{reason}; kept the {self.count} complete events before byte {end}")
+            return end
+        self.complete = False
+        self.problems.append(f"{reason}; no complete event could be recovered after event {self.count}")
+        return None
+
+    def _try(self, lo: int, hi: int, closed: bool) -> list | None:
+        try:
+            return _decode_window(b"[" + self.buf[lo:hi] + (b"]" if closed else b""))
+        except msgspec.DecodeError:
+            return None
+
+    def _extend(self, lo: int, split: re.Match | None) -> int | None:
+        """Decode from lo to one of the next few boundaries; the resume offset, or None."""
+        nxt = split
+        for _ in range(8):
+            if nxt is None:
+                return None
+            nxt = _SPLIT.search(self.buf, nxt.end())
+            if nxt is None:
+                return None
+            events = self._try(lo, nxt.start() + 1, True)
+            if events is not None:
+                self._emit(events)
+                return nxt.end() - 1
+        return None
+
+    def run(self) -> None:
+        buf, n = self.buf, len(self.buf)
+        lo = self.start
+        m = re.compile(rb"\s*\]").match(buf, lo)
+        if m:  # an empty array
+            self.end = m.end() - 1
+            return
+        while lo < n:
+            split = _SPLIT.search(buf, lo + self.window) if lo + self.window < n else None
+            hi = split.start() + 1 if split else n
+            window = b"[" + buf[lo:hi] + (b"]" if split else b"")
+            try:
+                events = _decode_window(window)
+            except msgspec.DecodeError as exc:
+                msg = str(exc)
+                pos = _BYTE_POS.search(msg)
+                if "trailing characters" in msg and pos:
+                    # The array closed inside this window: decode exactly up to its ']'.
+                    close = buf.rindex(b"]", lo - 1, lo + int(pos.group(1)))
+                    events = self._try(lo, close, True)
+                    if events is not None:
+                        self._emit(events)
+                        self.end = close
+                        return
+                # A split inside a nested value or a string never decodes: extend to later boundaries.
+                resumed = self._extend(lo, split)
+                if resumed is not None:
+                    lo = resumed
+                    continue
+                loose = _lenient(window)
+                if loose is not None:
+                    self._emit(loose[0])
+                    self.problems.append("non-standard JSON (control characters, bare N/A) read leniently")
+                    if split is None:
+                        self.end = min(lo - 2 + loose[1], n - 1)
+                        return
+                    lo = split.end() - 1
+                    continue
+                where = min(lo - 1 + int(pos.group(1)), n) if pos else hi
+                if split is None and ("truncated" in msg or where >= n - 1):
+                    self._salvage(lo, n, "truncated: the trace ends inside an event")
+                    return
+                resume = self._salvage(lo, max(where, lo), f"malformed JSON near byte {where} ({msg})")
+                after = _SPLIT.search(buf, max(where, resume or lo))
+                if after is None:
+                    return
+                self.problems.append(f"skipped bytes {resume or lo}..{after.start()}")
+                lo = after.end() - 1
+                continue
+            self._emit(events)
+            if split is None:
+                # The final window decoded on its own, so the data closed the list itself.
+                self.end = buf.rindex(b"]", lo - 1)
+                return
+            lo = split.end() - 1
+
+    def table(self) -> pa.Table:
+        if not self.parts:
+            return _columns([], 0)
+        return pa.concat_tables(self.parts)
+
+
+def _decode_meta(text: bytes) -> dict[str, msgspec.Raw] | None:
+    try:
+        meta = _META.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    meta.pop("traceEvents", None)
+    return meta
+
+
+def _meta_around(buf: bytes, open_bracket: int, close: int | None) -> tuple[dict[str, msgspec.Raw], list[str]]:
+    """The document's keys other than traceEvents (before and after the array)."""
+    head = buf[:open_bracket]
+    if close is not None:
+        meta = _decode_meta(head + b"[]" + buf[close + 1:])
+        if meta is not None:
+            return meta, []
+    # Truncated after (or inside) the array: keys written before it are still known.
+    meta = _decode_meta(head + b"[]}")
+    if meta is not None:
+        return meta, ([] if close is None else ["keys after traceEvents could not be read"])
+    return {}, ["the top-level object could not be read"]
+
+
+def read(buf: bytes, window: int = WINDOW_BYTES) -> Trace:
+    """Decode a Chrome-trace document (object with traceEvents, or a bare event array)."""
+    i = 0
+    n = len(buf)
+    if buf.startswith(b"\xef\xbb\xbf"):
+        i = 3
+    while i < n and buf[i] in b" \t\r\n":
+        i += 1
+    if i >= n:
+        raise ValueError("empty document")
+    if buf[i] == ord("["):
+        reader = _Reader(buf, i + 1, window)
+        reader.run()
+        trace = Trace(reader.table(), {}, reader.complete, reader.problems, bare_array=True)
+        if reader.end is not None and buf[reader.end + 1:].strip() not in (b"",):
+            trace.problems.append("data after the event list ignored")
+        return trace
+    if buf[i] != ord("{"):
+        raise ValueError("not a JSON object or array")
+    m = _EVENTS_KEY.search(buf, i)
+    if m is None:
+        meta = _decode_meta(buf[i:])
+        if meta is None:
+            raise ValueError("no traceEvents array found")
+        return Trace(_columns([], 0), meta, True, ["no traceEvents key: an empty trace"])
+    reader = _Reader(buf, m.end(), window)
+    reader.run()
+    meta, problems = _meta_around(buf, m.end() - 1, reader.end)
+    if reader.end is not None and problems and reader.complete:
+        reader.complete = False
+    return Trace(reader.table(), meta, reader.complete, reader.problems + problems)

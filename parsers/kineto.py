@@ -1,0 +1,231 @@
+"""PyTorch profiler (Kineto) Chrome-trace exports of every era into `spans` and `counters`.
+
+Handles the 2021 names (`Operator`/`Runtime`/`Kernel`, string tids such as `"stream 7"`),
+the `cpu_op`/`cuda_runtime`/`kernel`/`gpu_memcpy` names, integer, ns-precision absolute and
+`baseTimeNanoseconds`-relative timestamps, `[memory]` instant events (-> counters),
+`deviceProperties`/`distributedInfo` (-> run metadata and the file's rank), and
+`ProfilerStep#N` spans (-> every span's `step`). Legacy `export_chrome_trace` bare arrays too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from forensics import tables as T
+from parsers import chrome_trace
+from parsers import trace_tables as tt
+from parsers.base import Parser, ParseResult, Sniffed
+from parsers.prefixes import rank_from_path
+
+SOURCE = "kineto"
+
+# Kinds whose args carry linking fields (correlation, External id, stream, device).
+ARG_KINDS = tt.GPU_KINDS + tt.LAUNCH_KINDS + ("cuda_sync", "cpu_op", "user_annotation")
+
+
+class LinkArgs(msgspec.Struct, gc=False):
+    """The args fields that link ops, runtime calls and device activity."""
+
+    external_id: int | None = msgspec.field(default=None, name="External id")
+    external_id_2021: int | None = msgspec.field(default=None, name="external id")
+    correlation: int | None = None
+    stream: int | None = None
+    device: int | None = None
+
+
+class LinkArgsLoose(msgspec.Struct, gc=False):
+    external_id: Any = msgspec.field(default=None, name="External id")
+    external_id_2021: Any = msgspec.field(default=None, name="external id")
+    correlation: Any = None
+    stream: Any = None
+    device: Any = None
+
+
+class MemArgs(msgspec.Struct, gc=False):
+    """Args of a `[memory]` allocator event (2021 files have only Device Type/Id and Bytes)."""
+
+    device_type: int | None = msgspec.field(default=None, name="Device Type")
+    device_id: int | None = msgspec.field(default=None, name="Device Id")
+    bytes: int | None = msgspec.field(default=None, name="Bytes")
+    total_allocated: int | None = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: int | None = msgspec.field(default=None, name="Total Reserved")
+
+
+class MemArgsLoose(msgspec.Struct, gc=False):
+    device_type: Any = msgspec.field(default=None, name="Device Type")
+    device_id: Any = msgspec.field(default=None, name="Device Id")
+    bytes: Any = msgspec.field(default=None, name="Bytes")
+    total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
+
+
+LINK_FIELDS = {"external_id": pa.int64(), "external_id_2021": pa.int64(), "correlation": pa.int64(),
+               "stream": pa.int64(), "device": pa.int64()}
+MEM_FIELDS = {"device_type": pa.int64(), "device_id": pa.int64(), "bytes": pa.float64(),
+              "total_allocated": pa.float64(), "total_reserved": pa.float64()}
+MEM_SERIES = {"total_allocated": "memory_allocated_bytes", "total_reserved": "memory_reserved_bytes",
+              "bytes": "memory_delta_bytes"}
+
+PROFILER_KEYS = ("schemaVersion", "displayTimeUnit", "record_shapes", "profile_memory", "with_stack", "with_flops",
+                 "with_modules", "cupti_version", "cuda_runtime_version", "cuda_driver_version", "roctracer_version",
+                 "hip_runtime_version", "hip_driver_version", "trace_id", "traceName")
+DEVICE_KEYS = ("id", "name", "totalGlobalMem", "computeMajor", "computeMinor", "numSms")
+
+
+def build(tr: chrome_trace.Trace, rel: str, source: str = SOURCE) -> tuple[dict[str, pa.Table], dict, int | None]:
+    """Spans and counters tables, run metadata and rank from a decoded Kineto trace."""
+    ev = tr.events.unify_dictionaries()
+    base_ns = tr.meta_value("baseTimeNanoseconds")
+    base_ns = int(base_ns) if isinstance(base_ns, (int, float)) and not isinstance(base_ns, bool) else None
+    dist = tr.meta_value("distributedInfo", {})
+    dist = dist if isinstance(dist, dict) else {}
+    rank = dist.get("rank") if isinstance(dist.get("rank"), int) else rank_from_path(rel)
+
+    pid = tt.numeric_ids(ev["pid"], ev["pid_text"])
+    tid = tt.numeric_ids(ev["tid"], ev["tid_text"])
+    threads = tt.thread_names(tr, pid, tid, ev)
+    instant = tt.in_values(ev["ph"], tt.INSTANT_PH)
+    is_mem = pc.and_(instant, tt.in_values(ev["name"], ["[memory]"]))
+    is_span = pc.and_(pc.invert(tt.in_values(ev["ph"], tt.NOT_SPAN_PH)), pc.invert(is_mem))
+    n_flows = pc.sum(tt.in_values(ev["ph"], ["s", "f", "t"]).cast(pa.int64())).as_py() or 0
+
+    mem = _memory_rows(ev.filter(is_mem), pid.filter(is_mem), tid.filter(is_mem))
+    counters = tt.concat_frames([mem, tt.counter_rows(ev, pid, tid)])
+
+    sp = ev.filter(is_span)
+    sp_pid, sp_tid = pid.filter(is_span), tid.filter(is_span)
+    del ev
+    spans = _spans(sp, sp_pid, sp_tid, threads, rel, source, rank, base_ns)
+    del sp
+    steps = tt.host_step_intervals(spans)
+    cnt = tt.finish_counters(counters, rel, source, rank, base_ns, True, steps)
+
+    meta = _meta(tr, rel, rank, dist, base_ns, spans, n_flows)
+    return {"spans": spans, "counters": cnt}, meta, rank
+
+
+def _spans(sp: pa.Table, pid, tid, threads: pl.DataFrame, rel: str, source: str, rank: int | None,
+           base_ns: int | None) -> pa.Table:
+    kind = tt.kinds(sp["cat"], sp["ph"])
+    link = tt.decode_args(sp["args"], tt.in_values(kind, ARG_KINDS), LinkArgs, LinkArgsLoose, LINK_FIELDS)
+    gpu = tt.in_values(kind, tt.GPU_KINDS)
+    device = pc.coalesce(link["device"], pc.if_else(gpu, pid, pa.scalar(None, pa.int64())))
+    stream = pc.coalesce(link["stream"], pc.if_else(gpu, tid, pa.scalar(None, pa.int64())))
+    correlation = link["correlation"]
+    step = tt.assign_steps(sp["ts"], sp["dur"], kind, tt.step_numbers(sp["name"]), correlation, sp["ph"])
+    thread = _thread_column(pid, tid, sp["tid_text"], threads)
+    n = sp.num_rows
+    table = pa.table({
+        "file": tt.const_dict(rel, n),
+        "line": sp["idx"],
+        "source": tt.const_dict(source, n),
+        "rank": pa.nulls(n, pa.int32()) if rank is None else pa.array([rank] * n, pa.int32()),
+        "pid": pid, "tid": tid, "thread": thread,
+        "ph": sp["ph"], "name": sp["name"], "cat": sp["cat"], "kind": kind,
+        "ts_us": sp["ts"], "dur_us": sp["dur"], "ts": tt.absolute_ts(sp["ts"], base_ns, True),
+        "stream": stream, "device": device, "correlation": correlation,
+        "external_id": pc.coalesce(link["external_id"], link["external_id_2021"]),
+        "step": step,
+        "args": sp["args"],
+    })
+    return T.conform("spans", table)
+
+
+def _thread_column(pid, tid, tid_text, threads: pl.DataFrame) -> pa.Array:
+    """Thread name from metadata events, else a non-numeric string tid ('PyTorch Profiler')."""
+    df = pl.DataFrame({"pid": pl.from_arrow(pid), "tid": pl.from_arrow(tid), "txt": pl.from_arrow(tid_text)})
+    df = df.with_row_index("_r").join(threads, on=["pid", "tid"], how="left").sort("_r")
+    name = pl.coalesce("thread", "txt")
+    return df.select(name.alias("t")).to_arrow()["t"].dictionary_encode().cast(T.DICT_STR)
+
+
+def _memory_rows(rows: pa.Table, pid, tid) -> pl.DataFrame:
+    """`[memory]` events -> allocated / reserved totals and the per-event delta, per device."""
+    if rows.num_rows == 0:
+        return pl.DataFrame()
+    f = tt.decode_args(rows["args"], None, MemArgs, MemArgsLoose, MEM_FIELDS)
+    base = pl.DataFrame({
+        "line": pl.from_arrow(rows["idx"]), "pid": pl.from_arrow(pid), "tid": pl.from_arrow(tid),
+        "ts_us": pl.from_arrow(rows["ts"]),
+        # Device Id is -1 for CPU memory; keep it so host and device series stay apart.
+        "device": pl.from_arrow(f["device_id"]),
+    })
+    parts = []
+    for field, name in MEM_SERIES.items():
+        col = pl.from_arrow(f[field])
+        if col.null_count() == len(col):
+            continue
+        parts.append(base.with_columns(pl.lit(name).alias("name"), pl.lit(None, dtype=pl.String).alias("series"),
+                                       col.alias("value")).filter(pl.col("value").is_not_null()))
+    return pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame()
+
+
+def _meta(tr: chrome_trace.Trace, rel: str, rank: int | None, dist: dict, base_ns: int | None,
+          spans: pa.Table, n_flows: int) -> dict:
+    devices = tr.meta_value("deviceProperties", [])
+    devices = [{k: d.get(k) for k in DEVICE_KEYS if k in d} for d in devices if isinstance(d, dict)] if isinstance(devices, list) else []
+    profiler = {k: tr.meta_value(k) for k in PROFILER_KEYS if k in tr.meta}
+    info = {
+        "source": SOURCE, "rank": rank, "world_size": dist.get("world_size"), "backend": dist.get("backend"),
+        "nccl_version": dist.get("nccl_version"), "pg_count": dist.get("pg_count"),
+        "base_time_ns": base_ns, "devices": devices, "profiler": profiler,
+        "spans": spans.num_rows, "flow_events": n_flows, "complete": tr.complete,
+    }
+    meta: dict[str, Any] = {f"trace:{rel}": info}
+    if isinstance(dist.get("world_size"), int):
+        meta["world_size"] = dist["world_size"]
+    if dist.get("backend"):
+        meta["distributed_backend"] = dist["backend"]
+    if devices:
+        meta["device_properties"] = devices
+        names = sorted({d.get("name") for d in devices if d.get("name")})
+        if names:
+            meta["gpu_name"] = names[0]
+    return meta
+
+
+def parse_bytes(buf: bytes, rel: str, truncated: bool = False, problems: list[str] | None = None) -> ParseResult:
+    """Parse a Kineto trace held in memory (the parser entry point minus file reading)."""
+    tr = chrome_trace.read(buf)
+    tables, meta, rank = build(tr, rel)
+    result = ParseResult(tables=tables, meta=meta, rank=rank)
+    notes = list(problems or []) + tr.problems
+    if not tr.complete or truncated:
+        result.status = "partial"
+    if notes:
+        result.error = "; ".join(notes)
+    return result
+
+
+def parse(src, sn: Sniffed) -> ParseResult:
+    """Read the whole (decompressed) file and build the tables."""
+    buf = src.read_all()
+    return parse_bytes(buf, src.rel, src.truncated, list(src.problems))
+
+
+KINETO_MARKERS = (b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"', b'"cpu_op"', b'"Operator"',
+                  b'"cuda_runtime"', b'"user_annotation"', b'"kernel"', b'"PyTorch Profiler', b'"python_function"',
+                  b'"ac2g"', b'"Runtime"', b'"baseTimeNanoseconds"', b'"CPU functions"')
+
+
+def sniff(sn: Sniffed) -> int:
+    """A Chrome-trace document with PyTorch-profiler markers scores 80; any other Chrome trace 55."""
+    head = sn.head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith(b"{"):
+        if b'"traceEvents"' not in head and b'"schemaVersion"' not in head:
+            return 0
+    elif head.startswith(b"["):
+        if b'"ph"' not in head[:4096]:
+            return 0
+    else:
+        return 0
+    return 80 if any(m in head for m in KINETO_MARKERS) else 55
+
+
+PARSER = Parser(kind="kineto_trace", sniff=sniff, parse=parse,
+                description="PyTorch profiler / Kineto Chrome-trace JSON (.json, .json.gz)")

@@ -1,0 +1,305 @@
+"""Decoded Chrome-trace columns into the `spans` and `counters` tables (shared by the Kineto and VizTracer readers).
+
+Work stays columnar: per-name facts (kind of a category, ProfilerStep number, VizTracer
+function/file/line) are computed once per *dictionary value* and spread to the rows
+through the dictionary indices; args are parsed only for the rows that need a field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+import msgspec
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from forensics import tables as T
+from parsers.chrome_trace import Trace
+
+DICT_STR = T.DICT_STR
+STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+
+# Event phases that are not spans: metadata, counters, flow arrows (flows only restate
+# the runtime->kernel correlation that `args.correlation` already gives).
+NOT_SPAN_PH = {"M", "C", "s", "f", "t"}
+INSTANT_PH = {"i", "I"}
+
+# Categories of every writer and era, normalised (traces.md 3.1; TensorBoard plugin's mapping).
+KIND_OF_CAT = {
+    "cpu_op": "cpu_op", "operator": "cpu_op",
+    "user_annotation": "user_annotation",
+    "gpu_user_annotation": "gpu_user_annotation",
+    "kernel": "kernel",
+    "gpu_memcpy": "gpu_memcpy", "memcpy": "gpu_memcpy",
+    "gpu_memset": "gpu_memset", "memset": "gpu_memset",
+    "cuda_runtime": "cuda_runtime", "runtime": "cuda_runtime",
+    "cuda_driver": "cuda_driver",
+    "cuda_sync": "cuda_sync",
+    "python_function": "python_function", "python": "python_function",
+    "trace": "trace",
+    "overhead": "overhead",
+    "cpu_instant_event": "instant",
+    "fee": "function",
+    "instant": "instant",
+}
+GPU_KINDS = ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "cuda_profiler_range")
+LAUNCH_KINDS = ("cuda_runtime", "cuda_driver")
+
+
+# ----------------------------------------------------------------------------- dictionary helpers
+
+def as_dict_chunks(col: pa.ChunkedArray) -> tuple[list[pa.Array], list]:
+    """Chunks sharing one dictionary (the table must be dictionary-unified) and its Python values."""
+    chunks = col.chunks
+    if not chunks:
+        return [], []
+    return chunks, chunks[0].dictionary.to_pylist()
+
+
+def map_dict(col: pa.ChunkedArray, fn: Callable[[list], list], typ: pa.DataType) -> pa.ChunkedArray:
+    """Apply `fn` to the dictionary values once and spread the result to the rows by index."""
+    chunks, values = as_dict_chunks(col)
+    if not chunks:
+        return pa.chunked_array([], type=typ)
+    mapped = pa.array(fn(values), type=typ if not pa.types.is_dictionary(typ) else pa.string())
+    out = []
+    for c in chunks:
+        if pa.types.is_dictionary(typ):
+            out.append(pa.DictionaryArray.from_arrays(c.indices, mapped))
+        else:
+            out.append(mapped.take(c.indices))
+    return pa.chunked_array(out, type=typ)
+
+
+def kinds(cat: pa.ChunkedArray, ph: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Normalised category; events without `cat` get one from their phase."""
+    k = map_dict(cat, lambda vs: [None if v is None else KIND_OF_CAT.get(v.lower(), v.lower()) for v in vs], pa.string())
+    by_ph = map_dict(ph, lambda vs: ["instant" if v in INSTANT_PH else ("object" if v in ("N", "O", "D") else None) for v in vs], pa.string())
+    return pc.coalesce(k, by_ph).dictionary_encode().cast(DICT_STR)
+
+
+def step_numbers(name: pa.ChunkedArray) -> pa.ChunkedArray:
+    """`ProfilerStep#N` -> N per row, null elsewhere."""
+    def f(vs: list) -> list:
+        out = []
+        for v in vs:
+            m = STEP_NAME.match(v) if v else None
+            out.append(int(m.group(1)) if m else None)
+        return out
+    return map_dict(name, f, pa.int64())
+
+
+def in_values(col: pa.ChunkedArray, wanted: Iterable[str]) -> pa.ChunkedArray:
+    """Boolean mask: the row's (dictionary) value is one of `wanted` (null -> False)."""
+    ws = set(wanted)
+    return map_dict(col, lambda vs: [v in ws for v in vs], pa.bool_()).fill_null(False)
+
+
+def const_dict(value: str, n: int) -> pa.Array:
+    """A dictionary column holding one value n times (file, source)."""
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value], pa.string()))
+
+
+# ----------------------------------------------------------------------------- ids and names
+
+_DIGITS = re.compile(r"(\d+)\s*$")
+
+
+def numeric_ids(ints: pa.ChunkedArray, text: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Integer ids, taking the trailing number of string ids ('25738', 'stream 7')."""
+    if text.null_count == len(text):
+        return ints
+    from_text = pc.cast(pc.struct_field(pc.extract_regex(text, r"(?P<n>\d+)\s*$"), [0]), pa.int64())
+    return pc.coalesce(ints, from_text)
+
+
+def thread_names(tr: Trace, pid: pa.ChunkedArray, tid: pa.ChunkedArray, ev: pa.Table) -> pl.DataFrame:
+    """(pid, tid) -> thread name from `thread_name` metadata events."""
+    mask = pc.and_(in_values(ev["ph"], ["M"]), in_values(ev["name"], ["thread_name"]))
+    rows = ev.filter(mask)
+    if rows.num_rows == 0:
+        return pl.DataFrame(schema={"pid": pl.Int64, "tid": pl.Int64, "thread": pl.String})
+    p = numeric_ids(rows["pid"], rows["pid_text"]).to_pylist()
+    t = numeric_ids(rows["tid"], rows["tid_text"]).to_pylist()
+    names = []
+    for raw in rows["args"].to_pylist():
+        try:
+            v = msgspec.json.decode(raw) if raw else {}
+            names.append(str(v.get("name")).strip() if isinstance(v, dict) and v.get("name") is not None else None)
+        except msgspec.DecodeError:
+            names.append(None)
+    df = pl.DataFrame({"pid": p, "tid": t, "thread": names}, schema={"pid": pl.Int64, "tid": pl.Int64, "thread": pl.String})
+    return df.drop_nulls().unique(subset=["pid", "tid"], keep="last")
+
+
+# ----------------------------------------------------------------------------- args
+
+def decode_args(args: pa.ChunkedArray, mask: pa.ChunkedArray | None, struct: type, loose: type,
+                fields: dict[str, pa.DataType], batch: int = 400_000) -> dict[str, pa.Array]:
+    """Typed fields of the args of the rows in `mask`, as full-length columns (null elsewhere)."""
+    n = len(args)
+    sel = pc.and_(mask, pc.is_valid(args)) if mask is not None else pc.is_valid(args)
+    sel = sel.combine_chunks() if isinstance(sel, pa.ChunkedArray) else sel
+    idx = np.flatnonzero(sel.to_numpy(zero_copy_only=False))
+    out = {f: pa.nulls(n, t) for f, t in fields.items()}
+    if len(idx) == 0:
+        return out
+    values: dict[str, list] = {f: [] for f in fields}
+    flat = args.combine_chunks() if args.num_chunks > 1 else (args.chunk(0) if args.num_chunks else pa.array([], pa.large_string()))
+    for lo in range(0, len(idx), batch):
+        part = flat.take(pa.array(idx[lo:lo + batch]))
+        joined = pc.binary_join(pa.LargeListArray.from_arrays(pa.array([0, len(part)], pa.int64()), part), pa.scalar(",", pa.large_string()))[0].as_buffer()
+        text = b"[" + joined.to_pybytes() + b"]"
+        try:
+            items = msgspec.json.decode(text, type=list[struct])
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            items = msgspec.json.decode(text, type=list[loose])
+        for f in fields:
+            values[f].extend(map(lambda o, f=f: getattr(o, f), items))
+    for f, t in fields.items():
+        vals = _coerce(values[f], t)
+        full = pc.replace_with_mask(pa.nulls(n, t), sel, vals)
+        out[f] = full
+    return out
+
+
+def _coerce(vals: list, t: pa.DataType) -> pa.Array:
+    try:
+        return pa.array(vals, type=t)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        clean = []
+        for v in vals:
+            try:
+                x = float(v) if pa.types.is_floating(t) else int(v)
+                if pa.types.is_integer(t) and not -(2**63) <= x < 2**63:
+                    x = None
+            except (TypeError, ValueError, OverflowError):
+                x = None
+            clean.append(x)
+        return pa.array(clean, type=t)
+
+
+# ----------------------------------------------------------------------------- steps
+
+def assign_steps(ts: pa.ChunkedArray, dur: pa.ChunkedArray, kind: pa.ChunkedArray, step_no: pa.ChunkedArray,
+                 correlation: pa.Array, ph: pa.ChunkedArray) -> pa.Array:
+    """The ProfilerStep each row falls in: host rows by time containment in the host-side
+    `ProfilerStep#N`, device rows through the launching runtime call (correlation), else the
+    GPU-side annotation, else time."""
+    kind_s = kind.cast(pa.string())
+    df = pl.DataFrame({
+        "ts": pl.from_arrow(ts), "dur": pl.from_arrow(dur), "kind": pl.from_arrow(kind_s),
+        "stepno": pl.from_arrow(step_no), "corr": pl.from_arrow(correlation), "ph": pl.from_arrow(ph.cast(pa.string())),
+    }).with_row_index("_r")
+    marks = df.filter(pl.col("stepno").is_not_null() & (pl.col("ph") == "X") & pl.col("dur").is_not_null())
+    if marks.height == 0:
+        return pa.nulls(df.height, pa.int64())
+    is_gpu = pl.col("kind").is_in(GPU_KINDS).fill_null(False)
+
+    def intervals(rows: pl.DataFrame) -> pl.DataFrame:
+        return (rows.group_by("stepno").agg(pl.col("ts").min().alias("s0"), (pl.col("ts") + pl.col("dur")).max().alias("s1"))
+                .sort("s0"))
+
+    def contain(frame: pl.DataFrame, iv: pl.DataFrame, out: str) -> pl.DataFrame:
+        if iv.height == 0:
+            return frame.with_columns(pl.lit(None, dtype=pl.Int64).alias(out))
+        j = frame.select("_r", "ts").drop_nulls("ts").sort("ts").join_asof(iv, left_on="ts", right_on="s0", strategy="backward")
+        j = j.select("_r", pl.when(pl.col("ts") <= pl.col("s1")).then(pl.col("stepno")).alias(out))
+        return frame.join(j, on="_r", how="left")
+
+    host_iv = intervals(marks.filter(~is_gpu))
+    gpu_iv = intervals(marks.filter(is_gpu))
+    df = contain(df, host_iv, "s_host")
+    df = contain(df, gpu_iv, "s_gpu") if gpu_iv.height else df.with_columns(pl.lit(None, dtype=pl.Int64).alias("s_gpu"))
+    launches = (df.filter(pl.col("kind").is_in(LAUNCH_KINDS).fill_null(False) & pl.col("corr").is_not_null() & pl.col("s_host").is_not_null())
+                .select("corr", pl.col("s_host").alias("s_corr")).unique(subset="corr", keep="first"))
+    df = df.join(launches, on="corr", how="left")
+    step = pl.when(is_gpu).then(pl.coalesce("s_corr", "s_gpu", "s_host")).otherwise(pl.col("s_host"))
+    return df.sort("_r").select(step.alias("step")).to_arrow()["step"].combine_chunks().cast(pa.int64())
+
+
+# ----------------------------------------------------------------------------- time
+
+def absolute_ts(ts_us: pa.ChunkedArray, base_ns: int | None, epoch_if_large: bool) -> pa.ChunkedArray:
+    """UTC timestamps: base + ts; without a base, ts itself when it is already epoch microseconds."""
+    if base_ns is not None:
+        us = pc.add(ts_us, base_ns / 1000.0)
+    elif epoch_if_large:
+        us = pc.if_else(pc.greater(ts_us, 1e15), ts_us, pa.scalar(None, pa.float64()))
+    else:
+        return pa.chunked_array([pa.nulls(len(ts_us), T.TS)])
+    return pc.cast(pc.round(us), pa.int64()).cast(T.TS)
+
+
+# ----------------------------------------------------------------------------- counters
+
+def counter_rows(ev: pa.Table, pid: pa.ChunkedArray, tid: pa.ChunkedArray) -> pl.DataFrame:
+    """`C` events: one row per numeric key of args (series = the key)."""
+    mask = in_values(ev["ph"], ["C"])
+    rows = ev.filter(mask)
+    empty = pl.DataFrame(schema={"line": pl.Int64, "pid": pl.Int64, "tid": pl.Int64, "name": pl.String,
+                                 "series": pl.String, "ts_us": pl.Float64, "value": pl.Float64})
+    if rows.num_rows == 0:
+        return empty
+    p = pid.filter(mask).to_pylist()
+    t = tid.filter(mask).to_pylist()
+    out: dict[str, list] = {k: [] for k in empty.columns}
+    for i, (line, name, ts, raw) in enumerate(zip(rows["idx"].to_pylist(), rows["name"].to_pylist(),
+                                                  rows["ts"].to_pylist(), rows["args"].to_pylist(), strict=True)):
+        try:
+            args = msgspec.json.decode(raw) if raw else {}
+        except msgspec.DecodeError:
+            continue
+        if not isinstance(args, dict):
+            continue
+        for key, value in args.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            out["line"].append(line)
+            out["pid"].append(p[i])
+            out["tid"].append(t[i])
+            out["name"].append(name)
+            out["series"].append(str(key))
+            out["ts_us"].append(ts)
+            out["value"].append(float(value))
+    return pl.DataFrame(out, schema=empty.schema)
+
+
+def concat_frames(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    """Stack frames with different column sets (missing columns become null)."""
+    frames = [f for f in frames if f.height]
+    return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+
+
+def finish_counters(df: pl.DataFrame, file: str, source: str, rank: int | None, base_ns: int | None,
+                    epoch_if_large: bool, steps: pl.DataFrame | None) -> pa.Table:
+    """Counter rows with provenance, absolute time and step."""
+    if df.height == 0:
+        return T.empty("counters")
+    ts = pa.chunked_array([df["ts_us"].to_arrow()])
+    df = df.with_columns(
+        pl.lit(file).alias("file"), pl.lit(source).alias("source"), pl.lit(rank, dtype=pl.Int32).alias("rank"),
+        pl.from_arrow(absolute_ts(ts, base_ns, epoch_if_large)).alias("ts"),
+    )
+    if steps is not None and steps.height:
+        j = (df.with_row_index("_r").select("_r", "ts_us").drop_nulls().sort("ts_us")
+             .join_asof(steps, left_on="ts_us", right_on="s0", strategy="backward")
+             .select("_r", pl.when(pl.col("ts_us") <= pl.col("s1")).then(pl.col("stepno")).alias("step")))
+        df = df.with_row_index("_r").join(j, on="_r", how="left").sort("_r").drop("_r")
+    return T.conform("counters", df.to_arrow())
+
+
+def host_step_intervals(spans: pa.Table) -> pl.DataFrame:
+    """Host-side ProfilerStep intervals (for placing counters in steps)."""
+    df = pl.from_arrow(spans.select(["name", "kind", "ph", "ts_us", "dur_us"]))
+    df = df.with_columns(pl.col(c).cast(pl.String) for c in ("name", "kind", "ph"))
+    marks = df.filter((pl.col("ph") == "X") & pl.col("name").str.contains(r"^ProfilerStep#\d+$")
+                      & ~pl.col("kind").is_in(GPU_KINDS).fill_null(False))
+    if marks.height == 0:
+        return pl.DataFrame(schema={"s0": pl.Float64, "s1": pl.Float64, "stepno": pl.Int64})
+    return (marks.with_columns(pl.col("name").str.extract(r"#(\d+)$").cast(pl.Int64).alias("stepno"))
+            .group_by("stepno").agg(pl.col("ts_us").min().alias("s0"), (pl.col("ts_us") + pl.col("dur_us")).max().alias("s1"))
+            .sort("s0").select("s0", "s1", "stepno"))
