@@ -49,7 +49,7 @@ def carry_steps(rows: pl.DataFrame, anchors: pl.DataFrame) -> pl.DataFrame:
         .sort("line")
     )
     rows = rows.with_row_index("_i").with_columns(pl.col("rank").fill_null(-1).alias("_r")).sort("line")
-    same = rows.join_asof(anchors, on="line", by="_r", strategy="backward")
+    same = rows.join_asof(anchors, on="line", by="_r", strategy="backward", check_sortedness=False)
     anyr = rows.select("_i", "line").join_asof(anchors.drop("_r").rename({"_s": "_a"}), on="line", strategy="backward")
     out = same.join(anyr.select("_i", "_a"), on="_i").with_columns(pl.coalesce("step", "_s", "_a").alias("step"))
     return out.sort("_i").drop("_i", "_r", "_s", "_a")

@@ -10,7 +10,7 @@ from playbooks.evidence import detection, events, first_message
 from playbooks.model import Cause, Detection, Severity
 
 VOCAB_CODES: tuple[str, ...] = ()  # a vocab/embedding size-mismatch signature is still to be added
-PADDING_CODES = ("padding_side_warning", "pad_token_missing", "special_tokens_added")
+PADDING_CODES = ("padding_side_warning",)
 LENGTH_CODES = ("sequence_length_warning",)
 
 PLAYBOOK = declare(

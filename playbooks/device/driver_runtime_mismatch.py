@@ -8,7 +8,7 @@ from playbooks.evidence import detection, events, first_message
 from playbooks.model import Cause, Detection, Severity
 
 DRIVER_CODES = ("cuda_driver_insufficient", "cuda_driver_too_old", "no_nvidia_driver", "cuda_init_failed")
-ARCH_CODES = ("no_kernel_image", "cuda_arch_incompatible", "cuda_capability_warning")
+ARCH_CODES = ("no_kernel_image", "cuda_arch_incompatible")
 NCCL_CODES: tuple[str, ...] = ()  # no message form of a version mismatch is known yet
 
 PLAYBOOK = declare(
