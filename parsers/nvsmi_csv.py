@@ -30,7 +30,7 @@ GPU_FIELDS: dict[str, tuple[str, str, int]] = {
     "index": ("gpu", "int", 0),
     "name": ("name", "text", 0),
     "uuid": ("uuid", "text", 0),
-    "pci.bus_id": ("bus_id", "text", 0),
+    "pci.bus_id": ("bus_id", "bus", 0),
     "utilization.gpu": ("utilization_gpu_pct", "num", 0),
     "utilization.memory": ("utilization_mem_pct", "num", 0),
     "memory.used": ("memory_used_mib", "num", 0),
@@ -69,7 +69,7 @@ GPU_FIELDS: dict[str, tuple[str, str, int]] = {
 PROC_FIELDS: dict[str, tuple[str, str, int]] = {
     "timestamp": ("ts", "ts", 0),
     "name": ("gpu_name", "text", 0),
-    "pci.bus_id": ("bus_id", "text", 0),
+    "pci.bus_id": ("bus_id", "bus", 0),
     "uuid": ("uuid", "text", 0),
     "pid": ("pid", "int", 0),
     "process_name": ("process", "text", 0),
@@ -176,6 +176,7 @@ class CsvState:
     last_seg: int = -1
     headers_seen: int = 0
     ids: dict[str, int] = field(default_factory=dict)
+    buses: dict[str, int] = field(default_factory=dict)
     # Lines of the file that may hold the `--query-gpu=...` command (for header-less files).
     context: str = ""
     noheader: Spec | None = None
@@ -262,8 +263,8 @@ def infer_spec(rows: list[str]) -> Spec | None:
         total = mib_positions[vals.index(max(vals))]
         other = [i for i in mib_positions if i != total][0]
         fields[total], fields[other] = "memory.total", "memory.used"
-    known = [f for f in fields if not f.startswith("_unknown")]
-    if not known or known == ["name"]:
+    # Without a measured field (units), a guess from timestamps and names would be noise.
+    if not set(fields) & set(GPU_FIELDS) - {"timestamp", "name", "index", "uuid", "pci.bus_id"}:
         return None
     return Spec(fields, "gpu", inferred=True)
 
@@ -278,6 +279,7 @@ def _convert(expr: pl.Expr, kind: str) -> pl.Expr:
         "mask": F.hex_mask,
         "pstate": F.pstate,
         "compute_mode": F.compute_mode,
+        "bus": F.bus_id,
     }[kind](expr)
 
 
@@ -398,6 +400,9 @@ def parse_lines(frame: pl.DataFrame, state: CsvState) -> tuple[pl.DataFrame, pl.
             state.noheader = spec_from_command(state.context) or infer_spec(head)
             if state.noheader is not None:
                 state.notes.append("no CSV header: fields " + ("inferred from the units of the values" if state.noheader.inferred else "taken from the command line"))
+            else:
+                state.notes.append("CSV without a header and without units: the field order cannot be known "
+                                   "(keep the header: drop `noheader` from --format)")
         specs[0] = state.noheader
     gpu_parts, proc_parts = [], []
     for seg in data.get_column("_seg").unique().to_list():
@@ -415,11 +420,12 @@ def parse_lines(frame: pl.DataFrame, state: CsvState) -> tuple[pl.DataFrame, pl.
     if headers.height:
         state.spec = specs[by_text[texts[-1]]]
     gpu = F.stack(gpu_parts)
-    if faults.height:
-        gpu = F.stack([gpu, faults.with_columns(pl.lit(state.last_seg, pl.Int64).alias("_seg"))])
     if gpu.height:
         gpu = _ticks(_gpu_keys(gpu, state), state, "gpu").drop("_key", "_seg")
         gpu = gpu.with_columns(pl.lit("query_gpu").alias("source"))
+    if faults.height:
+        # A lost GPU belongs to the sample being printed when nvidia-smi failed to reach it.
+        gpu = F.stack([gpu, F.place_faults(faults, gpu, max(state.tick, 0), state.buses)]).sort("line")
     procs = F.stack(proc_parts)
     if procs.height:
         procs = _ticks(procs, state, "procs").drop("_seg")
@@ -460,7 +466,7 @@ def result_of(src, gpu_parts, proc_parts, notes, stats: ReadStats | None = None)
     res.tables["gpu"] = F.gpu_table(gpu, src.rel) if gpu.height else F.gpu_table(pl.DataFrame({"line": []}, schema={"line": pl.Int64}), src.rel)
     res.tables["gpu_procs"] = F.procs_table(procs, src.rel) if procs.height else F.procs_table(pl.DataFrame({"line": []}, schema={"line": pl.Int64}), src.rel)
     problems = notes + list(src.problems)
-    if gpu.height == 0 and procs.height == 0 and not any("header" in n for n in notes):
+    if gpu.height == 0 and procs.height == 0 and any("cannot be known" in n for n in notes):
         res.status = "unrecognized"
         res.error = "; ".join(problems) or "no nvidia-smi samples found"
         return res

@@ -170,7 +170,7 @@ def parse_lines(frame: pl.DataFrame, state: DmonState) -> tuple[pl.DataFrame, pl
     if gpu.height:
         gpu = _ticks(gpu, state, "gpu").drop("_seg").with_columns(pl.lit("dmon").alias("source"))
     if faults.height:
-        gpu = F.stack([gpu, faults.with_columns(pl.lit(max(state.tick, 0), pl.Int64).alias("seq"))])
+        gpu = F.stack([gpu, F.place_faults(faults, pl.DataFrame(), max(state.tick, 0), {})]).sort("line")
     procs = F.stack(proc_parts)
     if procs.height:
         procs = _ticks(procs, state, "procs").drop("_seg").with_columns(pl.lit("pmon").alias("source"))

@@ -133,6 +133,13 @@ def text(expr: pl.Expr) -> pl.Expr:
     return clean(expr)
 
 
+def bus_id(expr: pl.Expr) -> pl.Expr:
+    """PCI bus id in nvidia-smi's full form `00000000:4F:00.0` (messages print `0000:4f:00.0`)."""
+    s = clean(expr).str.to_uppercase()
+    dom = s.str.extract(r"^([0-9A-F]+):", 1)
+    return pl.when(dom.is_not_null()).then(dom.str.zfill(8) + s.str.replace(r"^[0-9A-F]+", "")).otherwise(s)
+
+
 def compute_mode(expr: pl.Expr) -> pl.Expr:
     """Canonical compute mode names (`E. Process` and DCGM's `3` become `Exclusive_Process`)."""
     s = clean(expr)
@@ -215,9 +222,20 @@ def device_faults(lines: pl.DataFrame, source: str) -> pl.DataFrame:
         return pl.DataFrame()
     return hits.select(
         pl.col("line"),
-        pl.col("text").str.extract(DEVICE_HANDLE_ERROR, 1).alias("bus_id"),
+        bus_id(pl.col("text").str.extract(DEVICE_HANDLE_ERROR, 1)).alias("bus_id"),
         pl.col("text").str.extract(DEVICE_HANDLE_ERROR, 2).str.strip_chars().alias("fault"),
         pl.lit(source).alias("source"),
+    )
+
+
+def place_faults(faults: pl.DataFrame, rows: pl.DataFrame, seq: int, known: dict[str, int]) -> pl.DataFrame:
+    """Give fault rows the current sample number and the GPU index their bus id had (`known` is updated)."""
+    if rows.height and "bus_id" in rows.columns and "gpu" in rows.columns:
+        for b, g in rows.select("bus_id", "gpu").drop_nulls().unique().iter_rows():
+            known[b] = int(g)
+    return faults.with_columns(
+        pl.lit(seq, pl.Int64).alias("seq"),
+        pl.col("bus_id").replace_strict(known, default=None, return_dtype=pl.Int32).alias("gpu"),
     )
 
 

@@ -28,7 +28,7 @@ GPU_HEADER = r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$
 RULES: list[tuple[str, str, str, int]] = [
     (r"^Product Name$", "name", "text", 0),
     (r"^GPU UUID$", "uuid", "text", 0),
-    (r"^PCI/Bus Id$", "bus_id", "text", 0),
+    (r"^PCI/Bus Id$", "bus_id", "bus", 0),
     (r"^MIG Mode/Current$", "mig_mode", "text", 0),
     (r"^Fan Speed$", "fan_pct", "num", 0),
     (r"^Performance State$", "pstate", "pstate", 0),
@@ -114,7 +114,7 @@ def _value(kind: str) -> pl.Expr:
 
 def _text_value(kind: str) -> pl.Expr:
     v = pl.col("value")
-    return {"text": F.text, "pstate": F.pstate, "compute_mode": F.compute_mode}.get(kind, lambda e: pl.lit(None, pl.String))(v)
+    return {"text": F.text, "bus": F.bus_id, "pstate": F.pstate, "compute_mode": F.compute_mode}.get(kind, lambda e: pl.lit(None, pl.String))(v)
 
 
 def parse_lines(frame: pl.DataFrame, seq0: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -130,7 +130,7 @@ def parse_lines(frame: pl.DataFrame, seq0: int = 0) -> tuple[pl.DataFrame, pl.Da
         pl.when((pl.col("lvl") == 0) & (pl.col("key") == "Timestamp")).then(F.timestamp(pl.col("value"))).otherwise(None).alias("_ts"),
     ).with_columns(pl.col("_ts").forward_fill().over("_log"))
     gpus = df.filter(is_gpu).select(
-        "_blk", "_log", pl.col("line"), pl.col("key").str.slice(4).alias("_bus"), pl.col("_ts").alias("ts"),
+        "_blk", "_log", pl.col("line"), F.bus_id(pl.col("key").str.slice(4)).alias("_bus"), pl.col("_ts").alias("ts"),
     ).with_columns(
         (pl.int_range(pl.len()).over("_log")).cast(pl.Int32).alias("gpu"),
         (pl.col("_log") - pl.col("_log").min() + seq0).cast(pl.Int64).alias("seq"),

@@ -108,7 +108,7 @@ def _gpu_rows(sec: pl.DataFrame, snaps: pl.DataFrame) -> pl.DataFrame:
         pl.col("_snap").cast(pl.Int64).alias("seq"),
         pl.col("_idx").cast(pl.Int32).alias("gpu"),
         F.text(pl.col("_name")).alias("name"),
-        F.text(pl.col("_bus")).alias("bus_id"),
+        F.bus_id(pl.col("_bus")).alias("bus_id"),
         pl.when(fault).then(pl.lit("ERR!")).otherwise(None).alias("fault"),
         F.num(pl.col("_fan")).alias("fan_pct"),
         F.num(pl.col("_temp").str.strip_suffix("C")).alias("temperature_c"),
@@ -176,6 +176,7 @@ def parse(src, sn: Sniffed) -> ParseResult:
     """Parse a file of one or more nvidia-smi tables (`nvidia-smi -l`, `watch nvidia-smi` captures)."""
     stats = ReadStats()
     gpu_parts, proc_parts, seq = [], [], 0
+    buses: dict[str, int] = {}
     for frame in whole_tables(iter_frames(src, stats=stats)):
         g, p = parse_table_lines(frame, seq)
         faults = F.device_faults(frame.select("line", "text"), "nvsmi_table")
@@ -183,7 +184,7 @@ def parse(src, sn: Sniffed) -> ParseResult:
             gpu_parts.append(g)
             seq = int(g.get_column("seq").max()) + 1
         if faults.height:
-            gpu_parts.append(faults.with_columns(pl.lit(seq, pl.Int64).alias("seq")))
+            gpu_parts.append(F.place_faults(faults, g, max(seq - 1, 0), buses))
         if p.height:
             proc_parts.append(p)
     return result_of(src, gpu_parts, proc_parts, stats.problems(), stats)

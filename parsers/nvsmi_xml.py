@@ -164,7 +164,7 @@ def _gpu_frame(rows: list[dict]) -> pl.DataFrame:
     exprs = [
         pl.col("line").cast(pl.Int64), pl.col("seq").cast(pl.Int64), F.timestamp(pl.col("ts_raw")).alias("ts"),
         pl.col("gpu").cast(pl.Int32), F.integer(pl.col("mig_device").cast(pl.String)).cast(pl.Int32).alias("mig_device"),
-        F.text(pl.col("bus_id")).alias("bus_id"), F.text(pl.col("uuid")).alias("uuid"), F.text(pl.col("name")).alias("name"),
+        F.bus_id(pl.col("bus_id")).alias("bus_id"), F.text(pl.col("uuid")).alias("uuid"), F.text(pl.col("name")).alias("name"),
         F.text(pl.col("mig_mode")).alias("mig_mode"), F.pstate(pl.col("pstate")).alias("pstate"),
         F.compute_mode(pl.col("compute_mode")).alias("compute_mode"),
         F.yes_no(pl.col("retired_pages_pending")).alias("retired_pages_pending"),
@@ -188,7 +188,7 @@ def _proc_frame(rows: list[dict]) -> pl.DataFrame:
     raw = raw.with_columns([pl.col(c).cast(pl.String) for c in raw.columns if raw.schema[c] == pl.Null])
     return raw.select(
         pl.col("line").cast(pl.Int64), pl.col("seq").cast(pl.Int64), F.timestamp(pl.col("ts_raw")).alias("ts"),
-        pl.col("gpu").cast(pl.Int32), F.text(pl.col("bus_id")).alias("bus_id"), F.text(pl.col("uuid")).alias("uuid"),
+        pl.col("gpu").cast(pl.Int32), F.bus_id(pl.col("bus_id")).alias("bus_id"), F.text(pl.col("uuid")).alias("uuid"),
         F.integer(pl.col("pid")).alias("pid"), F.text(pl.col("type")).alias("type"), F.text(pl.col("process")).alias("process"),
         F.num(pl.col("used_memory_mib")).alias("used_memory_mib"),
         F.integer(pl.col("gpu_instance_id")).cast(pl.Int32).alias("gpu_instance_id"),
