@@ -22,7 +22,7 @@ ANSI_RE = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07"
 # A line longer than this is cut before matching; a multi-MB line is data, not a message.
 MAX_LINE_CHARS = 64 * 1024
 # Lines that open a multi-line block; a block that starts near a chunk's end is moved to the next chunk.
-BLOCK_START = r"Traceback \(most recent call last\)|ChildFailedError|Exception raised from|NVIDIA-SMI \d|Root Cause \(first observed failure\)"
+BLOCK_START = r"Traceback \(most recent call last\)|ChildFailedError|Exception raised from|NVIDIA-SMI \d|Root Cause(?: \(first observed failure\))?:"
 BLOCK_LOOKAHEAD = 4000
 
 

@@ -9,12 +9,12 @@ way to more specific matches on the same line (see the header of signatures.toml
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 import polars as pl
-import tomllib
 
 SCHEMA = {
     "line": pl.Int64,
@@ -31,6 +31,8 @@ SCHEMA = {
 
 TABLE = Path(__file__).with_name("signatures.toml")
 SEVERITIES = ("error", "warning", "info", "advice")
+# A Python source line as a traceback quotes it: indented `raise` / `assert`.
+SOURCE_LINE = r"^\s{2,}(?:raise|assert) "
 _CODE_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -250,7 +252,11 @@ def extract(cand: pl.DataFrame) -> pl.DataFrame:
     `cand` has columns line, seg, text, rank, ts, msg (the line without its prefixes).
     """
     uniq, pairs = _needle_index()
-    hits = cand.filter(pl.col("msg").str.contains_any(uniq, ascii_case_insensitive=True))
+    hits = cand.filter(
+        pl.col("msg").str.contains_any(uniq, ascii_case_insensitive=True)
+        # Source lines quoted in a traceback (`    raise RuntimeError("... out of memory")`) are code, not events.
+        & ~pl.col("msg").str.contains(SOURCE_LINE)
+    )
     if hits.height == 0:
         return pl.DataFrame(schema=SCHEMA)
     hits = hits.with_row_index("_i")

@@ -178,9 +178,9 @@ def series(
 ) -> pl.DataFrame:
     """One metric (or aliases of it) as a clean series sorted by rank and step.
 
-    A file that logs the metric with no step at all gets the ordinal position of each
-    row (1, 2, ...) as its step; in a file that does log steps, rows without one are
-    dropped. With `dedupe`, each (rank, step) keeps its last occurrence in file/line
+    Where no file of a rank logs the metric with a step, each row's ordinal position in
+    its file (1, 2, ...) stands in for the step; otherwise rows without a step are
+    dropped (the console dicts of HF Trainer lose to trainer_state.json). With `dedupe`, each (rank, step) keeps its last occurrence in file/line
     order. `finite` drops NaN/Inf rows.
     """
     wanted = [name] if isinstance(name, str) else list(name)
@@ -198,9 +198,12 @@ def series(
             pl.col("step").is_not_null().any().over(grp).alias("_has_step"),
             (pl.int_range(pl.len()).over(grp) + 1).cast(pl.Int64).alias("_ord"),
         )
-        .filter(pl.col("step").is_not_null() | ~pl.col("_has_step"))
+        # A file with real steps for this rank (trainer_state.json) outranks one without (the
+        # console dicts): positions are only a stand-in when no file of the rank knows the step.
+        .with_columns(pl.col("_has_step").any().over("rank").alias("_rank_has_step"))
+        .filter(pl.col("step").is_not_null() | ~pl.col("_rank_has_step"))
         .with_columns(pl.coalesce("step", "_ord").alias("step"))
-        .drop("_has_step", "_ord")
+        .drop("_has_step", "_rank_has_step", "_ord")
     )
     if finite:
         df = df.filter(pl.col("value").is_finite())
