@@ -11,6 +11,8 @@ from forensics.ingest import Run
 from playbooks.model import Evidence, Onset
 
 MAX_EVIDENCE = 8
+# Parsers whose files are scanned for error events (an empty events table from them is a real "nothing").
+EVENT_SOURCES = ("text_log", "torchelastic_error")
 
 
 @dataclass
@@ -32,6 +34,21 @@ class Context:
     def has(self, name: str) -> bool:
         """Whether the table has any rows."""
         return self.run.table(name).num_rows > 0
+
+    def available(self, name: str) -> bool:
+        """Whether the run could show this evidence: rows exist, or (events) a log was read and matched nothing.
+
+        A healthy log has no events, yet it was checked; a run with only traces was not.
+        """
+        if self.has(name):
+            return True
+        if name != "events":
+            return False
+        files = self.table("files")
+        if files.height == 0:
+            return False
+        read = files.filter(pl.col("parser").is_in(list(EVENT_SOURCES)) & pl.col("status").is_in(["parsed", "partial"]))
+        return read.height > 0
 
     @property
     def meta(self) -> dict:

@@ -222,7 +222,7 @@ def analyze(ctx: Context, cfg: Config | None = None, overrides: dict | None = No
         if not pb.detectors:
             skipped[pid] = "no detector for the evidence available yet"
             continue
-        runnable = [(fn, tabs) for fn, tabs in pb.detectors if any(ctx.has(t) for t in tabs)]
+        runnable = [(fn, tabs) for fn, tabs in pb.detectors if any(ctx.available(t) for t in tabs)]
         if not runnable:
             wanted = sorted({t for _, tabs in pb.detectors for t in tabs})
             skipped[pid] = f"no {' / '.join(wanted)} rows in this run"

@@ -98,7 +98,16 @@ def test_selection_and_threshold_overrides(tmp_path):
 
 
 def test_playbook_without_its_tables_is_skipped_not_passed(tmp_path):
-    root = write_run(tmp_path, {"empty.json": "{}"})
-    a = analyze(Context(ingest(root)))
+    csv = ("timestamp, index, utilization.gpu [%], memory.used [MiB]\n"
+           "2024/05/01 10:00:00.000, 0, 97 %, 40000 MiB\n2024/05/01 10:00:01.000, 0, 98 %, 40010 MiB\n")
+    run = ingest(write_run(tmp_path, {"gpu.csv": csv}))
+    assert run.table("files").column("kind").to_pylist() == ["nvsmi_query_csv"]
+    a = analyze(Context(run))
     assert "cuda-oom" in a.skipped and "events" in a.skipped["cuda-oom"]
     assert "cuda-oom" not in a.ran
+
+
+def test_a_clean_log_is_checked_not_skipped(tmp_path):
+    run = ingest(write_run(tmp_path, {"train.log": "step 1 loss 2.0\nstep 2 loss 1.9\n"}))
+    a = analyze(Context(run))
+    assert "cuda-oom" in a.ran and "cuda-oom" not in a.skipped and a.findings == []
