@@ -90,8 +90,9 @@ def evidence_rows(df: pl.DataFrame, limit: int = MAX_EVIDENCE, text_col: str = "
     cols = df.columns
     for row in df.head(limit).iter_rows(named=True):
         text = row.get(text_col)
+        synthetic = False
         if text is None and "name" in cols:
-            text = f"{row.get('name')} = {row.get('value')}"
+            text, synthetic = f"{row.get('name')} = {row.get('value')}", True
         out.append(
             Evidence(
                 file=row["file"],
@@ -100,6 +101,7 @@ def evidence_rows(df: pl.DataFrame, limit: int = MAX_EVIDENCE, text_col: str = "
                 rank=row.get("rank"),
                 step=row.get("step"),
                 ts=row.get("ts"),
+                synthetic=synthetic,
             )
         )
     return out

@@ -244,9 +244,22 @@ def analyze(ctx: Context, cfg: Config | None = None, overrides: dict | None = No
     link(findings)
     for f in findings:
         _rank_causes(f)
+    _quote_real_lines(ctx, findings)
     ordered = order(findings)
     return Analysis(context=ctx, findings=ordered, ran=ran, skipped=skipped, errored=errored,
                     first_failure=first_failure(ordered))
+
+
+def _quote_real_lines(ctx: Context, findings: list[Finding]) -> None:
+    """Evidence made from metric values gets the text of its real line."""
+    from forensics.quote import fill
+
+    files = ctx.table("files")
+    kinds = dict(zip(files.get_column("file").to_list(), files.get_column("kind").to_list(), strict=True)) if files.height else {}
+    for f in findings:
+        f.evidence = fill(ctx.run.root, kinds, f.evidence)
+        for c in f.causes:
+            c.evidence = fill(ctx.run.root, kinds, c.evidence)
 
 
 def first_failure(findings: list[Finding]) -> Onset | None:

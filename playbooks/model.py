@@ -54,6 +54,8 @@ class Evidence:
     rank: int | None = None
     step: int | None = None
     ts: dt.datetime | None = None
+    # True when `text` was made from parsed values (a metric row); the engine then quotes the real line.
+    synthetic: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,43 @@
+"""Quote the real input lines behind evidence that was built from parsed values (metric rows)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from forensics.sources import make_source
+from playbooks.model import Evidence
+
+# Files whose `line` is a physical line (traces number events instead).
+TEXT_KINDS = ("text_log", "jsonl_metrics", "trainer_state", "nvsmi_query_csv", "nvsmi_dmon", "dcgm_dmon", "nvsmi_table")
+MAX_QUOTE = 2000
+
+
+def read_lines(root: Path, rel: str, wanted: set[int]) -> dict[int, str]:
+    """The requested 1-based lines of one file (decompressed transparently), read once, streaming."""
+    path = root / rel if root.is_dir() else root
+    out: dict[int, str] = {}
+    if not wanted or not path.is_file():
+        return out
+    last = max(wanted)
+    try:
+        with make_source(path, rel).open() as fh:
+            for n, raw in enumerate(fh, 1):
+                if n in wanted:
+                    out[n] = raw.decode("utf-8", errors="replace").rstrip("\r\n")[:MAX_QUOTE]
+                if n >= last:
+                    break
+    except OSError:
+        return out
+    return out
+
+
+def fill(root: Path, kinds: dict[str, str], rows: list[Evidence]) -> list[Evidence]:
+    """Replace synthetic evidence text with the line it came from, where that line can be read."""
+    wanted: dict[str, set[int]] = {}
+    for e in rows:
+        if e.synthetic and kinds.get(e.file) in TEXT_KINDS:
+            wanted.setdefault(e.file, set()).add(e.line)
+    lines = {f: read_lines(root, f, ls) for f, ls in wanted.items()}
+    return [dataclasses.replace(e, text=lines[e.file][e.line], synthetic=False)
+            if e.synthetic and e.line in lines.get(e.file, {}) else e for e in rows]
