@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from forensics.config import Config, resolve_thresholds, selected
 from forensics.context import Context
 from playbooks.base import Playbook, registry
-from playbooks.model import Cause, Detection, Evidence, Onset, Severity
+from playbooks.model import ANY_PLAYBOOK, Cause, Detection, Evidence, Onset, Severity
 
 MAX_EVIDENCE = 10
 
@@ -168,10 +168,10 @@ def link(findings: list[Finding]) -> None:
                 continue
             a.explains.append(b.id)
             b.explained_by.append(a.id)
-            for c in b.playbook.causes:
-                if c.playbook == a.id:
-                    b.raw_causes[c.id] = 1.0
-                    b.cause_evidence.setdefault(c.id, []).extend(a.evidence[:2])
+            named = [c for c in b.playbook.causes if c.playbook == a.id]
+            for c in named or [c for c in b.playbook.causes if c.playbook == ANY_PLAYBOOK]:
+                b.raw_causes[c.id] = 1.0
+                b.cause_evidence.setdefault(c.id, []).extend(a.evidence[:2])
     for f in findings:
         f.root_cause = not f.explained_by
 

@@ -19,7 +19,7 @@ def render_doc(pb: Playbook) -> str:
         out.append("None.")
     out += ["", "## Causes (in order of prior likelihood)", ""]
     for c in sorted(pb.causes, key=lambda c: -c.prior):
-        link = f" (see `{c.playbook}`)" if c.playbook else ""
+        link = f" (see `{c.playbook}`)" if c.playbook and c.playbook != "*" else (" (confirmed by any earlier failure)" if c.playbook else "")
         out += [f"- **{c.id}**{link}: {c.title}", f"  - verify: `{c.verify}`", f"  - fix: {c.fix}"]
     out += ["", "## Verify", "", f"`{pb.verify}`", "", "## Fix", "", pb.fix]
     return "\n".join(out) + "\n"

@@ -30,6 +30,9 @@ class Severity(IntEnum):
             raise ValueError(f"unknown severity {text!r}; use one of {', '.join(s.label for s in cls)}") from None
 
 
+ANY_PLAYBOOK = "*"
+
+
 @dataclass(frozen=True)
 class Cause:
     """One possible root cause a playbook ranks, with how to confirm and fix it."""
@@ -40,7 +43,8 @@ class Cause:
     fix: str
     # Likelihood before looking at this run's evidence (the rank score is prior x strength).
     prior: float = 0.5
-    # When this cause is itself another playbook's problem (growth over time -> memory-leak).
+    # When this cause is itself another playbook's problem (growth over time -> memory-leak);
+    # ANY_PLAYBOOK: confirmed by whatever finding explains this one (a peer failed first).
     playbook: str | None = None
 
 

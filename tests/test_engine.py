@@ -54,6 +54,9 @@ def test_oom_on_one_rank_is_the_root_of_the_timeouts(tmp_path):
     nccl = next(f for f in a.findings if f.id == "nccl-timeout")
     assert nccl.explained_by == ["cuda-oom"] and not nccl.root_cause
     assert nccl.ranks == [0, 1, 2]
+    # The explaining OOM confirms the timeout's "a peer died first" cause.
+    assert nccl.causes[0].cause.id == "peer_died_first"
+    assert nccl.causes[0].evidence[0].file == "rank3.log"
     # The chain follows its root directly.
     assert ids.index("nccl-timeout") == ids.index("cuda-oom") + 1
     # The OOM numbers decide the cause: 2 GiB requested with 1.06 GiB free -> demand.

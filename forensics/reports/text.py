@@ -68,7 +68,7 @@ def _finding(f: Finding, st: _Style, depth: int, max_evidence: int) -> list[str]
         out.append(f"{ind}  {st.dim(f'... {f.evidence_count - len(shown)} more evidence rows')}")
     if depth == 0:
         for i, c in enumerate(f.causes[:3], 1):
-            link = f" (see {c.cause.playbook})" if c.cause.playbook else ""
+            link = f" (see {c.cause.playbook})" if c.cause.playbook not in (None, "*") else ""
             out.append(f"{ind}  = cause {i} ({c.likelihood:.0%}): {c.cause.title}{link}")
         if f.causes:
             top = f.causes[0].cause

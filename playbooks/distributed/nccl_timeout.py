@@ -8,7 +8,7 @@ from forensics.context import Context
 from playbooks.base import Playbook, declare
 from playbooks.evidence import detection, events, first_message, ranks_text
 from playbooks.fields import field
-from playbooks.model import Cause, Detection, Severity
+from playbooks.model import ANY_PLAYBOOK, Cause, Detection, Severity
 
 TIMEOUT_CODES = ("nccl_watchdog_timeout", "nccl_work_status", "nccl_heartbeat_timeout", "store_timeout",
                  "store_socket_timeout", "gloo_error")
@@ -28,7 +28,7 @@ PLAYBOOK = declare(
         causes=(
             Cause("peer_died_first", "A peer rank failed first (its own error is the root cause); the others waited for it",
                   verify="Find the earliest error on any rank: forensics analyze lists it as the root",
-                  fix="Fix the first failure; the timeouts are its consequence", prior=0.45),
+                  fix="Fix the first failure; the timeouts are its consequence", prior=0.45, playbook=ANY_PLAYBOOK),
             Cause("desync_or_straggler", "Ranks issued different collectives or one rank fell behind (different SeqNum across ranks)",
                   verify="Compare 'SeqNum' / 'last completed' across ranks' watchdog messages; TORCH_NCCL_DESYNC_DEBUG=1",
                   fix="Make every rank issue the same collectives in the same order; balance data across ranks", prior=0.3,
