@@ -78,10 +78,12 @@ class Context:
 
 
 def sort_by_onset(df: pl.DataFrame) -> pl.DataFrame:
-    """Earliest first: by timestamp where present (nulls last), then file and line."""
+    """Earliest first. A row without a time of its own (a traceback line) is placed by the nearest
+    timed row before it in the same file (after it, for leading rows), so file order is kept."""
     if df.height == 0:
         return df
-    return df.sort(["ts", "file", "line"], nulls_last=True)
+    key = pl.col("ts").forward_fill().backward_fill().over("file", order_by="line")
+    return df.with_columns(key.alias("_order")).sort(["_order", "file", "line"], nulls_last=True).drop("_order")
 
 
 def evidence_rows(df: pl.DataFrame, limit: int = MAX_EVIDENCE, text_col: str = "text") -> list[Evidence]:
@@ -107,7 +109,7 @@ def evidence_rows(df: pl.DataFrame, limit: int = MAX_EVIDENCE, text_col: str = "
     return out
 
 
-def _first_lines(text: str, max_lines: int = 12, max_chars: int = 2000) -> str:
+def _first_lines(text: str, max_lines: int = 40, max_chars: int = 4000) -> str:
     lines = text.splitlines()
     if len(lines) > max_lines:
         lines = lines[: max_lines // 2] + [f"... ({len(lines) - max_lines} more lines)"] + lines[-(max_lines // 2) :]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from forensics.context import Context, evidence_rows, onset_of
+from forensics.context import Context, evidence_rows, onset_of, sort_by_onset
 from playbooks.model import Detection, Severity
 
 
@@ -17,6 +17,14 @@ def events(ctx: Context, codes: tuple[str, ...], *, text: str | None = None) -> 
     if text is not None and ev.height:
         ev = ev.filter(pl.col("message").str.contains(text) | pl.col("text").str.contains(text))
     return ev
+
+
+def combine(*frames: pl.DataFrame) -> pl.DataFrame:
+    """Event frames of several kinds as one, each line once, earliest first (empty when all are)."""
+    parts = [f for f in frames if f.height]
+    if not parts:
+        return frames[0].clear() if frames else pl.DataFrame()
+    return sort_by_onset(pl.concat(parts, how="vertical_relaxed").unique(subset=["file", "line"], keep="first"))
 
 
 def ranks_of(ev: pl.DataFrame) -> list[int]:

@@ -43,13 +43,17 @@ def _when(f: Finding) -> str:
     return ", ".join(parts)
 
 
-def _quote(e: Evidence, st: _Style, indent: str) -> list[str]:
+def _quote(e: Evidence, st: _Style, indent: str, keep: int = 5) -> list[str]:
+    """The evidence lines with their numbers; a long block shows its head and its tail."""
     lines = e.text.splitlines() or [""]
+    numbered = list(enumerate(lines, e.line))
+    if len(numbered) > 2 * keep + 1:
+        numbered = numbered[:keep] + [(None, f"... ({len(lines) - 2 * keep} more lines)")] + numbered[-keep:]
     width = len(str(e.line + len(lines) - 1))
     out = [f"{indent}{st.dim('-->')} {e.file}:{e.line}"]
-    for i, text in enumerate(lines[:12]):
-        num = str(e.line + i) if len(lines) > 1 and not text.startswith("...") else (str(e.line) if i == 0 else "")
-        out.append(f"{indent}{num:>{width}} {st.dim('|')} {text}")
+    for num, text in numbered:
+        label = "" if num is None else str(num)
+        out.append(f"{indent}{label:>{width}} {st.dim('|')} {text}")
     return out
 
 

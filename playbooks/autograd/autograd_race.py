@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import polars as pl
-
 from forensics.context import Context
 from playbooks.base import Playbook, Threshold, declare
-from playbooks.evidence import detection, events, first_message, where
+from playbooks.evidence import combine, detection, events, first_message, where
 from playbooks.model import Cause, Detection, Severity
 
 INPLACE_CODES = ("inplace_autograd_error",)
@@ -64,7 +62,7 @@ def detect_events(ctx: Context, th: dict) -> Detection | None:
     parts = [p for p in (inplace, twice) if p.height]
     if not parts:
         return None
-    ev = pl.concat(parts, how="vertical_relaxed").sort(["ts", "file", "line"], nulls_last=True)
+    ev = combine(*parts)
     causes: dict[str, float] = {}
     if inplace.height:
         causes["inplace_on_saved_tensor"] = 0.8

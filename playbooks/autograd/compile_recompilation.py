@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import polars as pl
-
 from forensics.context import Context
 from playbooks.base import Playbook, Threshold, declare
-from playbooks.evidence import detection, events, first_message
+from playbooks.evidence import combine, detection, events, first_message
 from playbooks.model import Cause, Detection, Severity
 
 RECOMPILE_CODES = ("dynamo_recompile",)
@@ -63,7 +61,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if lim.height == 0 and rec.height < th["min_recompiles"] and brk.height == 0:
         return None
     parts = [p for p in (lim, rec, brk) if p.height]
-    ev = pl.concat(parts, how="vertical_relaxed").sort(["ts", "file", "line"], nulls_last=True)
+    ev = combine(*parts)
     text = " ".join(ev.get_column("message").to_list()[:50]).lower()
     causes: dict[str, float] = {}
     if "size" in text or "shape" in text or "stride" in text:

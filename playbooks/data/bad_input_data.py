@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from forensics.context import Context
 from playbooks.base import Playbook, declare
-from playbooks.evidence import detection, events, first_message, where
+from playbooks.evidence import combine, detection, events, first_message, where
 from playbooks.model import Cause, Detection, Severity
 
 LABEL_CODES = ("target_out_of_bounds",)
@@ -67,7 +67,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     parts = [p for p in (labels, index, nan) if p.height]
     if not parts:
         return None
-    ev = pl.concat(parts, how="vertical_relaxed").sort(["ts", "file", "line"], nulls_last=True)
+    ev = combine(*parts)
     causes: dict[str, float] = {}
     if labels.height:
         causes["wrong_class_count"] = 0.9

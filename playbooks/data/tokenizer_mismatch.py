@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import polars as pl
-
 from forensics.context import Context
 from playbooks.base import Playbook, declare
-from playbooks.evidence import detection, events, first_message
+from playbooks.evidence import combine, detection, events, first_message
 from playbooks.model import Cause, Detection, Severity
 
 VOCAB_CODES: tuple[str, ...] = ()  # a vocab/embedding size-mismatch signature is still to be added
@@ -62,7 +60,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     parts = [p for p in (vocab, pad, length) if p.height]
     if not parts:
         return None
-    ev = pl.concat(parts, how="vertical_relaxed").sort(["ts", "file", "line"], nulls_last=True)
+    ev = combine(*parts)
     causes: dict[str, float] = {}
     if vocab.height:
         causes["different_tokenizer"] = 0.9

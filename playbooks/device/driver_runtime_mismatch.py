@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from forensics.context import Context
 from playbooks.base import Playbook, declare
-from playbooks.evidence import detection, events, first_message
+from playbooks.evidence import combine, detection, events, first_message
 from playbooks.model import Cause, Detection, Severity
 
 DRIVER_CODES = ("cuda_driver_insufficient", "cuda_driver_too_old", "no_nvidia_driver", "cuda_init_failed")
@@ -62,7 +62,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     parts = [p for p in (drv, arch, nccl) if p.height]
     if not parts:
         return None
-    ev = pl.concat(parts, how="vertical_relaxed").sort(["ts", "file", "line"], nulls_last=True)
+    ev = combine(*parts)
     causes: dict[str, float] = {}
     if drv.height:
         causes["driver_too_old"] = 0.9

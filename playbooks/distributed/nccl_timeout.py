@@ -6,7 +6,7 @@ import polars as pl
 
 from forensics.context import Context
 from playbooks.base import Playbook, declare
-from playbooks.evidence import detection, events, first_message, ranks_text
+from playbooks.evidence import combine, detection, events, first_message, ranks_text
 from playbooks.fields import field
 from playbooks.model import ANY_PLAYBOOK, Cause, Detection, Severity
 
@@ -72,7 +72,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     errors = events(ctx, ERROR_CODES)
     if timeouts.height == 0 and errors.height == 0:
         return None
-    ev = pl.concat([p for p in (timeouts, errors) if p.height], how="vertical_relaxed").sort(["ts", "file", "line"], nulls_last=True)
+    ev = combine(timeouts, errors)
     causes: dict[str, float] = {"peer_died_first": 0.3}
     facts: dict = {}
     if timeouts.height:

@@ -6,7 +6,7 @@ import polars as pl
 
 from forensics.context import Context
 from playbooks.base import Playbook, declare
-from playbooks.evidence import detection, events, first_message, ranks_text
+from playbooks.evidence import combine, detection, events, first_message, ranks_text
 from playbooks.model import Cause, Detection, Severity
 
 # Proof that host memory ran out.
@@ -14,6 +14,9 @@ KERNEL_OOM_CODES = ("host_oom_killed", "slurm_oom_kill")
 CPU_ALLOC_CODES = ("cpu_alloc_failed",)
 SHM_CODES = ("dataloader_worker_bus_error", "nccl_shm_attach_failed")
 WORKER_CODES = ("dataloader_worker_killed", "dataloader_worker_exited")
+# A process ended by SIGKILL: the OOM killer's usual signal, but a scheduler or a person may send it too.
+SIGKILL_CODES = ("torchrun_child_failed", "torchrun_worker_signal", "torchrun_child_failed_report", "deepspeed_launcher_exit")
+SIGKILL_TEXT = r"exitcode: -9|exitcode\s*:\s*-9|Signal 9 \(SIGKILL\)|return code = -9"
 
 PLAYBOOK = declare(
     Playbook(
@@ -53,8 +56,10 @@ on the host, not the GPU.
 their signal, shared-memory errors.
 
 ## Known false positives
-A bare `Killed` line or a launcher `exitcode: -9` alone is not proof: a scheduler or a person may
-have sent SIGKILL. They are not counted here.
+A bare `Killed` line is not counted. A launcher report of a worker killed by SIGKILL (`exitcode: -9`,
+`Signal 9 (SIGKILL) received by PID …`) without any other host-memory evidence gives a finding of low
+confidence that says so: the OOM killer is the usual sender, but a scheduler or a person may have
+sent the signal; `dmesg` decides.
 """,
     )
 )
@@ -68,8 +73,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     killed = events(ctx, WORKER_CODES, text=r"signal: Killed")
     parts = [p for p in (kernel, shm, killed) if p.height]
     if not parts:
-        return None
-    ev = pl.concat(parts, how="vertical_relaxed").unique(subset=["file", "line"]).sort(["ts", "file", "line"], nulls_last=True)
+        return _sigkill_only(ctx)
+    ev = combine(*parts)
     causes: dict[str, float] = {}
     if shm.height:
         causes["small_shm"] = 1.0
@@ -80,3 +85,14 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     what = "shared memory (/dev/shm) exhausted" if shm.height and not kernel.height else "host memory exhausted"
     return detection(ev, f"{what}{' on ' + ranks if ranks else ''}: {first_message(ev)}", causes,
                      confidence=0.9 if kernel.height or shm.height else 0.7)
+
+
+def _sigkill_only(ctx: Context) -> Detection | None:
+    """Workers killed by SIGKILL with no other host evidence: a possible OOM kill, reported as unproven."""
+    ev = events(ctx, SIGKILL_CODES, text=SIGKILL_TEXT)
+    if ev.height == 0:
+        return None
+    ranks = ranks_text(sorted({r for r in ev.get_column("rank").to_list() if r is not None}))
+    return detection(ev, f"a worker{' (' + ranks + ')' if ranks else ''} was killed by SIGKILL (exit code -9): usually the host "
+                         "OOM killer, but not proven by these logs (check dmesg)",
+                     {"too_many_workers": 0.4, "dataset_in_each_worker": 0.4}, confidence=0.4)

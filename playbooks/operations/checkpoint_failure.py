@@ -6,7 +6,7 @@ import polars as pl
 
 from forensics.context import Context
 from playbooks.base import Playbook, declare
-from playbooks.evidence import detection, events, first_message, where
+from playbooks.evidence import combine, detection, events, first_message, where
 from playbooks.model import Cause, Detection, Severity
 
 # Specific to checkpoints whatever the context.
@@ -81,7 +81,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     parts = [p for p in (corrupt, os_err) if p.height]
     if not parts:
         return None
-    ev = pl.concat(parts, how="vertical_relaxed").sort(["ts", "file", "line"], nulls_last=True)
+    ev = combine(*parts)
     text = " ".join(ev.get_column("message").to_list()[:20])
     causes: dict[str, float] = {}
     if "Errno 13" in text or "ermission denied" in text or "Read-only" in text:
