@@ -5,6 +5,7 @@ from __future__ import annotations
 from forensics.context import Context
 from playbooks.base import Playbook, declare
 from playbooks.evidence import combine, detection, events, first_message, where
+from playbooks.fields import field
 from playbooks.model import Cause, Detection, Severity
 
 LABEL_CODES = ("target_out_of_bounds",)
@@ -76,4 +77,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if nan.height:
         causes["corrupt_samples"] = 0.9
     row = ev.row(0, named=True)
-    return detection(ev, f"invalid input data{where(row)}: {first_message(ev)}", causes, confidence=0.95)
+    what = "a label is out of range" if labels.height else "a token or gather index is out of range" if index.height else "invalid input data"
+    cond = ev.with_columns(field("cond").alias("c")).get_column("c").drop_nulls()
+    detail = f"assertion `{cond[0]}` failed ({ev.height} report(s))" if cond.len() else first_message(ev)
+    return detection(ev, f"{what}{where(row)}: {detail}", causes, confidence=0.95)
