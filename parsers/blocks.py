@@ -33,7 +33,7 @@ _TB_START = re.compile(r"(?<!Original )Traceback \(most recent call last\):?\s*$
 _CPP_START = re.compile(r"Exception raised from (?P<function>\S+) at (?P<file>.+?):(?P<line>\d+) \(most recent call first\):")
 _REPORT_START = re.compile(r"^(?P<prefix>.*?)Root Cause(?: \(first observed failure\))?:\s*$")
 _SMI_START = re.compile(r"^(?P<prefix>.*?)\|\s*NVIDIA-SMI (?P<smi>\d[\w.]*)")
-_RANK_IN_PREFIX = re.compile(r"\[(?:rank|default|Rank |RANK:|RANK )(\d+)\]")
+_RANK_IN_PREFIX = re.compile(r"\[(?:rank|default|Rank |RANK:|RANK )(\d+)\]|\brank=(\d+)\b")
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>.+))?')
 _EXC_TYPE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Failure|Timeout)|[A-Za-z_][\w.]*\.[A-Z]\w*)(?::|$)")
 _TIME_TOKEN = re.compile(r"\d{4}-\d{2}-\d{2}[T _]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?|\d{2}:\d{2}:\d{2}(?:[.,]\d+)?")
@@ -107,7 +107,7 @@ def _run_end(mask: np.ndarray, start: int, limit: int) -> int:
 
 def _rank_of(prefix: str) -> int | None:
     m = _RANK_IN_PREFIX.search(prefix)
-    return int(m.group(1)) if m else None
+    return int(m.group(1) or m.group(2)) if m else None
 
 
 def _text(frame_text: pl.Series, rows: np.ndarray) -> str:
@@ -246,7 +246,13 @@ def _traceback_event(frame: pl.DataFrame, v: _View, parts: list[dict], p: int, e
         fields["chain"] = ",".join(pt["kind"] for pt in parts[1:])
         fields["first_exception"] = body[first["exc"]].strip() if first["exc"] is not None else None
     fields["frames"] = len(last["frames"])
-    message = exc_line or f"{_TB}: (no exception line)"
+    if exc_line:
+        message = exc_line
+    else:
+        # Cut short (the log or the paste ends inside it): the last exception seen in its chain, if any.
+        earlier = [body[pt["exc"]].strip() for pt in parts[:-1] if pt["exc"] is not None]
+        message = earlier[-1] if earlier else f"{_TB}: (no exception line)"
+        fields["truncated"] = "true"
     return _event(
         line=int(row["line"]),
         end_line=int(frame.get_column("line")[int(v.rows[end])]),

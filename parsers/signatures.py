@@ -32,7 +32,9 @@ SCHEMA = {
 TABLE = Path(__file__).with_name("signatures.toml")
 SEVERITIES = ("error", "warning", "info", "advice")
 # A Python source line as a traceback quotes it: indented `raise` / `assert`.
-SOURCE_LINE = r"^\s{2,}(?:raise|assert) "
+SOURCE_LINE = r"(?:^|\s)\s{3}(?:raise|assert) "
+# Worker prefixes that name a rank but that the prefix splitter leaves on the line: vLLM `(VllmWorker rank=3 pid=4665) `.
+RANK_IN_LINE = r"^\(\w+ rank=(\d+) pid=\d+\)"
 _CODE_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -213,17 +215,22 @@ def _apply(rows: pl.DataFrame, sig: Signature) -> pl.DataFrame:
     rows = _derive(rows, sig)
     names = list(dict.fromkeys([*groups, *sig.derive, *sig.const]))
     # A rank / step named in the text fills the event's own when the line's prefix gave none.
-    rank = pl.col("rank")
+    rank = pl.coalesce("rank", pl.col("text").str.extract(RANK_IN_LINE, 1).cast(pl.Int32, strict=False))
     if "rank" in names:
         # The prefix splitter peels a leading `[Rank N] `; keep the rank in the fields all the same.
-        rank = pl.coalesce("rank", pl.col("f_rank").cast(pl.Int32, strict=False))
+        rank = pl.coalesce(rank, pl.col("f_rank").cast(pl.Int32, strict=False))
         rows = rows.with_columns(pl.coalesce("f_rank", pl.col("rank").cast(pl.String)).alias("f_rank"))
     step = pl.col("f_step").cast(pl.Int64, strict=False) if "step" in names else pl.lit(None, pl.Int64)
+    ts = pl.col("ts")
+    if "kernel_time" in names:
+        # `dmesg -T` prints local wall-clock time in ctime form; like other zone-less stamps it is read as UTC.
+        ctime = pl.col("f_kernel_time").str.replace_all(r"\s+", " ").str.to_datetime("%a %b %d %H:%M:%S %Y", strict=False)
+        ts = pl.coalesce(ts, ctime.dt.replace_time_zone("UTC"))
     return rows.select(
         "line",
         "seg",
         pl.col("line").alias("end_line"),
-        "ts",
+        ts.alias("ts"),
         rank.cast(pl.Int32).alias("rank"),
         step.alias("step"),
         pl.lit(sig.code).alias("code"),
