@@ -3,7 +3,8 @@
 The interface textlog.py calls: NEEDLES (prefilter substrings), SCHEMA, `extract(cand, state)` per
 chunk and `finalize(metrics)` per file. The grammars live in parsers/metric_grammars/, one module per
 framework family, in precedence order: each grammar runs its regex only on the candidate lines its
-own needles select, and a line it claims is not read again by a later grammar. Names are canonical
+own needles select, and a line it claims is not read again by a later grammar. tqdm bar states are
+cut out of a line first (read by the tqdm grammar), so what was glued after a bar is still read. Names are canonical
 (DESIGN.md: loss, grad_norm, lr, loss_scale, step_time_ms, tokens_per_s, mfu, mem_*_mib,
 skipped_steps, epoch, eval_loss, ...); unknown names stay lower-case snake_case. Values are float64
 with NaN/Inf kept; memory is in MiB, times in ms, percentages as numbers.
@@ -32,16 +33,39 @@ SCHEMA = {
 
 # Substrings (case-insensitive) that every metric line of some grammar contains: the union of the
 # grammars' needles, minus those another needle already covers (`loss=` is covered by `loss`).
-_ALL = sorted({n.lower() for g in GRAMMARS for n in g.needles})
+_ALL = sorted({n.lower() for g in [*GRAMMARS, tqdm_grammar.GRAMMAR] for n in g.needles})
 NEEDLES = [n for n in _ALL if not any(o != n and o in n for o in _ALL)]
 
 
 # Claim patterns without their group names: a union of sub-forms may reuse a name, which Rust regex refuses.
-_MATCH = {g.name: re.sub(r"\(\?P<\w+>", "(?:", g.match) for g in GRAMMARS}
+_MATCH = {g.name: re.sub(r"\(\?P<\w+>", "(?:", g.match) for g in [*GRAMMARS, tqdm_grammar.GRAMMAR]}
 
 
 def _needle_filter(df: pl.DataFrame, needles: tuple[str, ...]) -> pl.DataFrame:
     return df.filter(pl.col("msg").str.contains_any(list(needles), ascii_case_insensitive=True))
+
+
+def _split_bars(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(lines holding tqdm bar states, every line with those states cut out of `msg`).
+
+    Captured logs glue other output onto a bar state (`...2.26it/s, loss=nan][deepscale] OVERFLOW!`,
+    `...it/s]{'loss': ...}`): the bar is read by the tqdm grammar, the rest by the other grammars.
+    """
+    bar_grammar = tqdm_grammar.GRAMMAR
+    maybe = _needle_filter(df, bar_grammar.needles)
+    if maybe.height == 0:
+        return maybe, df
+    bars = maybe.filter(pl.col("msg").str.contains(_MATCH[bar_grammar.name]))
+    if bars.height == 0:
+        return bars, df
+    cut = bars.select("_i", pl.col("msg").str.replace_all(tqdm_grammar.BAR, " ").str.strip_chars().alias("_rest"))
+    rest = (
+        df.join(cut, on="_i", how="left")
+        .with_columns(pl.coalesce("_rest", "msg").alias("msg"))
+        .drop("_rest")
+        .filter(pl.col("msg").str.len_bytes() > 0)
+    )
+    return bars, rest
 
 
 def extract(cand: pl.DataFrame, state: dict) -> pl.DataFrame:
@@ -49,28 +73,24 @@ def extract(cand: pl.DataFrame, state: dict) -> pl.DataFrame:
     if cand.height == 0:
         return pl.DataFrame(schema=SCHEMA)
     df = cand.with_row_index("_i")
-    remaining = df
     parts: list[pl.DataFrame] = []
+    bars, remaining = _split_bars(df)
+    if bars.height:
+        parts.append(tqdm_grammar.extract(bars, state))
+        # Bar states of undescribed bars: the step context of HF dicts (see steps.py).
+        parts.append(tqdm_grammar.hf_bar_rows(bars))
     for grammar in GRAMMARS:
         if remaining.height == 0:
             break
         sub = _needle_filter(remaining, grammar.needles)
         if sub.height == 0:
             continue
-        hit = sub.get_column("msg").str.contains(_MATCH[grammar.name])
-        sub = sub.filter(hit)
+        sub = sub.filter(sub.get_column("msg").str.contains(_MATCH[grammar.name]))
         if sub.height == 0:
             continue
         remaining = remaining.join(sub.select("_i"), on="_i", how="anti")
-        rows = grammar.extract(sub, state)
-        if rows.height:
-            parts.append(rows)
-    # Bar states of undescribed bars, claimed or not: the step context of HF dicts (see steps.py).
-    bar_lines = _needle_filter(df, tqdm_grammar.GRAMMAR.needles)
-    if bar_lines.height:
-        bars = tqdm_grammar.hf_bar_rows(bar_lines)
-        if bars.height:
-            parts.append(bars)
+        parts.append(grammar.extract(sub, state))
+    parts = [p for p in parts if p.height]
     if not parts:
         return pl.DataFrame(schema=SCHEMA)
     rows = pl.concat(parts)

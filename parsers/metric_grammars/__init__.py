@@ -2,7 +2,9 @@
 
 A line claimed by an earlier grammar is never read by a later one, so a line that two grammars could
 read (a Megatron line also looks like `key: value` pairs; a Lightning bar holds `loss=`) yields one set
-of rows. Specific grammars come first, the generic key/value reader last.
+of rows. Specific grammars come first, the generic key/value reader last. tqdm bar states are not in
+this list: metric_lines cuts them out of every line first (tqdm.py reads them), then these grammars
+read what is left.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from parsers.metric_grammars import (
     nanogpt,
     scalers,
     titan,
-    tqdm,
 )
 from parsers.metric_grammars.common import Grammar
 
@@ -30,7 +31,6 @@ GRAMMARS: list[Grammar] = [
     nanogpt.GRAMMAR,
     fairseq.GRAMMAR,
     metriclogger.GRAMMAR,
-    tqdm.GRAMMAR,
     generic.JSON_GRAMMAR,
     generic.KV_GRAMMAR,
 ]

@@ -13,8 +13,8 @@ ROW_SCHEMA = {"_i": pl.UInt32, "step": pl.Int64, "name": pl.String, "value": pl.
 # A number as printed by Python/printf/tqdm: 1, -2.5, 3e-4, 1.2E+00, 10,050 (thousands commas, groups of
 # three only, so `bsz=80, lr=..` does not swallow the separator), nan, inf.
 NUM = (
-    r"[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
-    r"|[-+]?(?:nan|NaN|NAN|Infinity|infinity|inf|Inf|INF)\b"
+    r"(?:[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+    r"|[-+]?(?:nan|NaN|NAN|Infinity|infinity|inf|Inf|INF)\b)"
 )
 
 # Framework spellings -> canonical names (DESIGN.md). Keys are lower-case, spaces already turned into `_`.

@@ -62,7 +62,9 @@ GIB_KEYS = ["vram_allocated", "vram_reserved", "cuda_gb_allocated", "cuda_gb_res
 TIME_KEYS = {"time": "step_time_ms", "dt": "step_time_ms", "step_time": "step_time_ms", "iter_time": "step_time_ms",
              "batch_time": "step_time_ms", "time/step": "step_time_ms", "step_time_ms": "step_time_ms",
              "time_ms": "step_time_ms", "iter_time_ms": "step_time_ms", "data_time": "data_time_ms",
-             "data_time_ms": "data_time_ms", "dataload_time": "data_time_ms"}
+             "data_time_ms": "data_time_ms", "dataload_time": "data_time_ms",
+             # open_clip: `Data (t): 0.080 Batch (t): 1.762s`
+             "data_(t)": "data_time_ms", "batch_(t)": "step_time_ms"}
 GATE = r"(?:^|_)loss$|^grad_norm$|^ppl$"
 RESIDUE_LETTERS = 8
 
@@ -71,12 +73,13 @@ JSON_MATCH = rf"\{{\s*\"[^{{}}]*\"(?:{JSON_KEY})\"\s*:"
 JSON_PAIR = r"\"(?P<key>[^\"]+)\"\s*:\s*(?P<val>\"[^\"]*\"|[-+\w.]+)"
 
 KV_PAIR = (
-    r"(?i)(?:^|[\s|,;\[\(\{])(?P<key>[a-z][a-z0-9_./-]*(?: [a-z][a-z0-9_./-]*){0,2})\s*(?:[:=]\s*|\s+)"
-    rf"(?P<val>{NUM})(?P<unit>ms|s|%|GiB|GB|MiB|MB)?(?:/(?P<tot>\d+))?(?:\s*\({NUM}\))?"
+    r"(?i)(?:^|[\s|,;\[\(\{])(?P<key>[a-z][a-z0-9_./-]*(?: [a-z][a-z0-9_./-]*){0,2}(?: \([a-z]\))?)\s*(?:[:=]\s*|\s+)"
+    rf"(?P<val>{NUM})(?:\s?(?P<unit>(?:ms|s|GiB|GB|MiB|MB)\b|%))?(?:/(?P<tot>\d+))?(?:\s*\({NUM}\))?"
 )
 
 
-def _rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
+def rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
+    """(_i, key, val[, unit]) pairs -> rows: step from a step key, names and units canonicalised."""
     key = pl.col("key").str.strip_chars().str.to_lowercase().str.replace_all(r"\s+", "_")
     unit = pl.col("unit").str.to_lowercase() if "unit" in kv.columns else pl.lit(None, pl.String)
     kv = kv.with_columns(key.alias("_k"), unit.alias("_u"), num(pl.col("val")).alias("_v"))
@@ -122,7 +125,7 @@ def _mem_name(key: pl.Expr) -> pl.Expr:
 def extract_json(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     """Flat numeric pairs of a JSON object printed on one line."""
     body = pl.col("msg").str.extract(r"(\{.*\})", 1)
-    return _rows_from_pairs(pairs(df, JSON_PAIR, body), "json")
+    return rows_from_pairs(pairs(df, JSON_PAIR, body), "json")
 
 
 def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
@@ -140,7 +143,7 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
         .select("_i")
     )
     kv = kv.join(residue, on="_i", how="semi")
-    return _rows_from_pairs(kv, "generic") if kv.height else empty_rows()
+    return rows_from_pairs(kv, "generic") if kv.height else empty_rows()
 
 
 KV_MATCH = r"(?i)(?:loss|grad[_ ]norm|gnorm|ppl)\s*[:= ]\s*[-+.\d]|(?:loss|grad[_ ]norm|gnorm|ppl)\s*[:= ]\s*(?:nan|inf)"

@@ -18,7 +18,7 @@ import polars as pl
 from parsers.metric_grammars.common import NUM, Grammar, canonical, empty_rows, num, pairs, shape
 
 ML = r"^(?P<header>.*?)\s*\[\s*(?P<i>\d+)/(?P<n>\d+)\]\s+eta: \S+"
-MM = r"^(?P<kind>Epoch|Iter)\((?P<mode>train|val|test)\)\s*\[\s*(?P<a>\d+)(?:/\d+)?\](?:\[\s*(?P<b>\d+)/(?P<bn>\d+)\])?"
+MM = r"(?:^|\s)(?P<kind>Epoch|Iter)\((?P<mode>train|val|test)\)\s*\[\s*(?P<a>\d+)(?:/\d+)?\](?:\[\s*(?P<b>\d+)/(?P<bn>\d+)\])?"
 MATCH = f"{ML}|{MM}"
 
 SECONDS = {"time", "data", "data_time", "iter_time", "batch_time"}
@@ -64,7 +64,7 @@ def _mmengine(df: pl.DataFrame) -> pl.DataFrame:
         pl.when(train).then(step).otherwise(None).alias("step"),
         pl.when(train).then(pl.lit("")).otherwise(pl.lit("eval_")).alias("_pre"),
     )
-    text = pl.col("msg").str.replace(MM, "").str.replace(r"eta: \S+(?:\s+days?,\s+\S+)?", "")
+    text = pl.col("msg").str.replace(r"^.*?" + MM, "").str.replace(r"eta: \S+(?:\s+days?,\s+\S+)?", "")
     return _rows(base, text, "mmengine")
 
 

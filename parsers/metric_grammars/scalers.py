@@ -17,7 +17,8 @@ from parsers.metric_grammars.common import NUM, Grammar, empty_rows, num, shape,
 
 # (regex, group holding the scale now in force or None, is a skipped step, group holding the step or None)
 RULES: list[tuple[str, str | None, bool, str | None]] = [
-    (rf"\[deep(?:speed|scale)\] OVERFLOW! Rank \d+ Skipping step\.(?: Attempted loss scale: (?P<prev>{NUM}), "
+    # The `[deepspeed] ` tag may already be gone with the log-record prefix (its bracket run).
+    (rf"(?:\[deep(?:speed|scale)\] )?OVERFLOW! Rank \d+ Skipping step\.(?: Attempted loss scale: (?P<prev>{NUM}), "
      rf"(?:reducing to (?P<new>{NUM})|but hysteresis is \d+))?", "new|prev", True, None),
     (rf"fp16 dynamic loss scale overflow! Skipping step\. Attempted loss scale: {NUM}, reducing to (?P<new>{NUM})", "new", True, None),
     (rf"Overflow detected\. Skipping step\. Attempted loss scale: {NUM}, reducing to (?P<new>{NUM})", "new", True, None),

@@ -12,7 +12,8 @@ same in 4.x: `ProgressCallback.on_log` calls `tqdm.write`):
 dict's step. So the rule is: the first undescribed bar state on one of the next two physical lines
 (no other dict in between) gives the step; failing that (the log ends, or the bars went to another
 stream), the last bar state before the dict on its own physical line (one step early when redraws
-were throttled). Without any bar (PrinterCallback, `disable_tqdm`, pasted terminal output) the step
+were throttled); failing that, the last bar state of the two lines above (a terminal-rendered paste:
+`260/873 [..]` then the dict then other log lines). Without any bar (PrinterCallback, `disable_tqdm`, pasted terminal output) the step
 stays null and textlog carries it from the nearest preceding step line.
 """
 
@@ -40,11 +41,11 @@ def assign_hf_steps(metrics: pl.DataFrame) -> pl.DataFrame:
     first_after = b.sort("line", "seg", "_ord").group_by("line", "_r", maintain_order=True).first()
     nxt = dicts.with_columns((pl.col("line") + 1).alias("_from")).join_asof(
         first_after.rename({"line": "_bl"}).select("_bl", "_r", "_n").sort("_bl"),
-        left_on="_from", right_on="_bl", by="_r", strategy="forward",
+        left_on="_from", right_on="_bl", by="_r", strategy="forward", check_sortedness=False,
     )
     next_dict = dicts.select(pl.col("line").alias("_nd"), "_r").unique().sort("_nd")
     nxt = nxt.with_columns((pl.col("line") + 1).alias("_from2")).join_asof(
-        next_dict, left_on="_from2", right_on="_nd", by="_r", strategy="forward")
+        next_dict, left_on="_from2", right_on="_nd", by="_r", strategy="forward", check_sortedness=False)
     after = nxt.filter(
         pl.col("_bl").is_not_null() & (pl.col("_bl") <= pl.col("line") + 2)
         & (pl.col("_nd").is_null() | (pl.col("_nd") >= pl.col("_bl")))
@@ -58,8 +59,19 @@ def assign_hf_steps(metrics: pl.DataFrame) -> pl.DataFrame:
         .group_by("line", "seg", "_r", maintain_order=True).last()
         .select("line", "seg", "_r", pl.col("_n").alias("_before"))
     )
-    steps = dicts.join(after, on=["line", "seg", "_r"], how="left").join(before, on=["line", "seg", "_r"], how="left")
-    steps = steps.select("line", "seg", "_r", pl.coalesce("_after", "_before").alias("_hs"))
+    # Rule 3: the last bar state of the two physical lines above (terminal-rendered pastes, where the
+    # bar line sits above the dict and nothing follows it).
+    last_per_line = b.sort("line", "seg", "_ord").group_by("line", "_r", maintain_order=True).last()
+    above = dicts.with_columns((pl.col("line") - 1).alias("_to")).join_asof(
+        last_per_line.rename({"line": "_al"}).select("_al", "_r", pl.col("_n").alias("_above")).sort("_al"),
+        left_on="_to", right_on="_al", by="_r", strategy="backward", check_sortedness=False,
+    ).filter(pl.col("_al") >= pl.col("line") - 2).select("line", "seg", "_r", "_above")
+    steps = (
+        dicts.join(after, on=["line", "seg", "_r"], how="left")
+        .join(before, on=["line", "seg", "_r"], how="left")
+        .join(above, on=["line", "seg", "_r"], how="left")
+    )
+    steps = steps.select("line", "seg", "_r", pl.coalesce("_after", "_before", "_above").alias("_hs"))
     out = rest.with_columns(r.alias("_r")).join(steps, on=["line", "seg", "_r"], how="left")
     fill = (pl.col("source") == "hf_dict") & pl.col("step").is_null()
     out = out.with_columns(pl.when(fill).then(pl.col("_hs")).otherwise(pl.col("step")).alias("step"))

@@ -28,7 +28,7 @@ import polars as pl
 from parsers.metric_grammars.common import NUM, ROW_SCHEMA, Grammar, canonical, empty_rows, num
 
 BAR = (
-    r"(?P<desc>[^\]\[|%\r]*?)(?:(?P<pct>\d{1,3})%(?:\|[^|\]]*\||\s)\s*(?P<n>\d+)/(?P<total>\d+)|(?P<n2>\d+)(?:it|\s?[a-z]+)?)"
+    r"(?P<desc>(?:\[[^\]\r]*\]:?\s*)?[^\]\[|%\r]*?)(?:(?P<pct>\d{1,3})%(?:\|[^|\]]*\||\s)\s*(?P<n>\d+)/(?P<total>\d+)|(?P<n2>\d+)(?:it|\s?[a-z]+)?)"
     r"\s*\[(?P<el>[\d:]+)(?:<[\d:?]+)?,\s*(?P<rate>[^,\]]*?(?:it/s|s/it|/s|s/[a-z]+))(?P<post>(?:, [^\]]*)?)\]"
 )
 MATCH = r"(?:\d%(?:\|[^|\]]*\||\s)\s*\d+/\d+|\d+(?:it|\s?[a-z]+)?)\s*\[[\d:]+(?:<[\d:?]+)?,\s*[^,\]]*?(?:it/s|s/it|/s|s/[a-z]+)"
@@ -90,9 +90,14 @@ def _postfix_rows(states: pl.DataFrame, state: dict) -> pl.DataFrame:
         pl.coalesce(pl.col("_ps"), epoch * pl.col("total") + pl.col("n"), pl.col("n")).alias("step"),
         pl.col("desc").str.replace_all(r"\d+", "#").alias("_dk"),
     )
+    # Lightning <= 1.9 adds a running-mean `loss` beside the logged `train_loss`: when a state holds
+    # another key that means the loss, the bare `loss` is that running mean and is named `loss_avg`.
+    name = canonical(pl.col("key"), POSTFIX_NAMES)
+    other_loss = ((name == "loss") & (pl.col("key") != "loss")).any().over("_b")
+    name = pl.when((pl.col("key") == "loss") & other_loss).then(pl.lit("loss_avg")).otherwise(name)
     rows = kv.filter(~pl.col("key").str.to_lowercase().is_in(SKIP)).select(
         "_i", "_b", "rank", "_dk", "step",
-        canonical(pl.col("key"), POSTFIX_NAMES).alias("name"),
+        name.alias("name"),
         num(pl.col("val").str.replace(r"tensor\(", "")).alias("value"),
     ).filter(pl.col("value").is_not_null())
     return _dedupe(rows.sort("_b"), state)
