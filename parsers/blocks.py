@@ -29,7 +29,8 @@ MAX_MESSAGE_LINES = 60
 MAX_TEXT_CHARS = 32_000
 
 _TB = "Traceback (most recent call last)"
-_TB_START = re.compile(r"(?<!Original )Traceback \(most recent call last\):?\s*$")
+# The opener; a progress-bar redraw may be glued after it (`...call last):     | 4/84 [00:52<17:32, ...]`).
+_TB_START = re.compile(r"(?<!Original )Traceback \(most recent call last\)")
 _CPP_START = re.compile(r"Exception raised from (?P<function>\S+) at (?P<file>.+?):(?P<line>\d+) \(most recent call first\):")
 _REPORT_START = re.compile(r"^(?P<prefix>.*?)Root Cause(?: \(first observed failure\))?:\s*$")
 _SMI_START = re.compile(r"^(?P<prefix>.*?)\|\s*NVIDIA-SMI (?P<smi>\d[\w.]*)")
@@ -73,8 +74,11 @@ def _prefix_pattern(prefix: str) -> str | None:
     return "^" + "".join(out)
 
 
-def _view(text: pl.Series, starts: list[int], prefix: str) -> _View:
-    """Lines of `prefix` within WINDOW lines after any of `starts` (frame positions)."""
+def _view(text: pl.Series, starts: list[int], prefix: str, force: dict[int, str] | None = None) -> _View:
+    """Lines of `prefix` within WINDOW lines after any of `starts` (frame positions).
+
+    `force` maps frame positions to bodies that belong to the view whatever their prefix (openers).
+    """
     n = len(text)
     delta = np.zeros(n + 1, dtype=np.int64)
     s = np.asarray(starts, dtype=np.int64)
@@ -94,6 +98,10 @@ def _view(text: pl.Series, starts: list[int], prefix: str) -> _View:
         keep = ~sub.str.contains(r"^\[(?:rank|default)\d+\]:")
         body = sub
     keep = keep.fill_null(False).to_numpy()
+    if force:
+        at = np.searchsorted(rows, np.asarray(sorted(force), dtype=np.int64))
+        keep[at] = True
+        body = body.scatter(at.tolist(), [force[k] for k in sorted(force)])
     return _View(rows=rows[keep], body=body.filter(keep))
 
 
@@ -201,17 +209,22 @@ def _tracebacks(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
         if not m:
             continue
         prefix = row["text"][: m.start()]
-        if prefix.rstrip().endswith("traceback :"):
-            continue  # the child's call stack inside a torchrun report: part of that block
+        if prefix.rstrip().endswith("traceback :") or _IPY_START.match(row["text"]):
+            continue  # a torchrun report's child call stack (part of that block) / an IPython traceback
         pos = row["line"] - first_line
-        # A record prefix on the opener only (logger.exception): the frames that follow are bare.
-        if (prefix and _rank_of(prefix) is None and _prefix_pattern(prefix) is None and pos + 1 < len(text)
-                and not str(text[pos + 1]).startswith(prefix)):
-            prefix = ""
+        nxt = str(text[pos + 1]) if pos + 1 < len(text) else ""
+        if prefix and _prefix_pattern(prefix) is None and not nxt.startswith(prefix):
+            cut = nxt.find(prefix.strip())
+            if 0 < cut <= 3 and prefix.strip():
+                # A mangled opener prefix (`rank1]: ` pasted without its `[`): follow the frames' prefix.
+                prefix = nxt[: cut + len(prefix.strip())] + (" " if prefix.endswith(" ") else "")
+            elif _rank_of(prefix) is None:
+                # A record prefix on the opener only (logger.exception): the frames that follow are bare.
+                prefix = ""
         starts.setdefault(prefix, []).append((pos, row))
     events: list[dict] = []
     for prefix, items in starts.items():
-        v = _view(text, [pos for pos, _ in items], prefix)
+        v = _view(text, [pos for pos, _ in items], prefix, force={pos: _TB + ":" for pos, _ in items})
         cls = _tb_classes(v.body)
         consumed_until = -1
         for pos, row in items:
@@ -264,6 +277,88 @@ def _traceback_event(frame: pl.DataFrame, v: _View, parts: list[dict], p: int, e
         rank=row["rank"] if row["rank"] is not None else _rank_of(prefix),
         ts=row["ts"],
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# IPython / Jupyter and rich tracebacks (pasted from notebooks, Lightning/typer consoles)
+# ---------------------------------------------------------------------------------------------
+
+_IPY_START = re.compile(r"^(?P<prefix>\s*)(?P<exc>[A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)\s*$")
+_IPY_FRAME = re.compile(
+    r"^(?:File (?P<file>\S+?):(?P<line>\d+), in (?P<function>[^(\s]+)"
+    r"|Cell In\[\d+\], line (?P<cell_line>\d+)"
+    r"|(?P<file2>\S+\.py|<ipython-input-[^>]+>) in (?P<function2>[^(\s]+))"
+)
+_RICH_START = re.compile(r"^(?P<prefix>.*?)╭─+ Traceback \(most recent call last\) ─+╮")
+_RICH_FRAME = re.compile(r"│ (?P<file>\S+\.py):(?P<line>\d+)(?: in (?P<function>[\w<>.]+))?")
+
+
+def _notebook_tracebacks(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
+    opener = cand.filter(pl.col("text").str.contains(_TB, literal=True))
+    if opener.height == 0:
+        return []
+    text = frame.get_column("text")
+    lines = frame.get_column("line")
+    first_line = int(lines[0])
+    n = len(text)
+    events = []
+    for row in opener.iter_rows(named=True):
+        ipy, rich = _IPY_START.match(row["text"]), _RICH_START.match(row["text"])
+        if not (ipy or rich):
+            continue
+        pos = row["line"] - first_line
+        window = text.slice(pos + 1, WINDOW).to_list()
+        frames: list[re.Match] = []
+        exc_at = None
+        if ipy:
+            exc = ipy.group("exc")
+            short = exc.rsplit(".", 1)[-1]
+            for k, ln in enumerate(window):
+                s = ln.strip()
+                if s.startswith((exc + ":", short + ":")) or s in (exc, short):
+                    exc_at = k
+                    break
+                fm = _IPY_FRAME.match(s)
+                if fm:
+                    frames.append(fm)
+        else:
+            for k, ln in enumerate(window):
+                if ln.lstrip().startswith("╰"):
+                    exc_at = k + 1 if k + 1 < len(window) and window[k + 1].strip() else None
+                    break
+                fm = _RICH_FRAME.search(ln)
+                if fm:
+                    frames.append(fm)
+        if exc_at is None:
+            continue
+        end = exc_at
+        while end + 1 < len(window) and end - exc_at < MAX_MESSAGE_LINES and window[end + 1].strip():
+            end += 1
+        exc_line = window[exc_at].strip()
+        fields: dict = {"form": "ipython" if ipy else "rich", "frames": len(frames)}
+        if frames:
+            fm = frames[-1]
+            gd = fm.groupdict()
+            fields.update(file=gd.get("file") or gd.get("file2"), line=gd.get("line") or gd.get("cell_line"),
+                          function=gd.get("function") or gd.get("function2"))
+        tm = _EXC_TYPE.match(exc_line)
+        fields["exc_type"] = tm.group("type") if tm else (ipy.group("exc") if ipy else None)
+        start = pos - 1 if pos > 0 and set(str(text[pos - 1]).strip()) == {"-"} else pos
+        stop = min(n - 1, pos + 1 + end)
+        events.append(
+            _event(
+                line=int(lines[start]),
+                end_line=int(lines[stop]),
+                code="python_traceback",
+                severity="error",
+                message=exc_line,
+                text=_text(text, np.arange(start, stop + 1)),
+                fields=fields,
+                rank=row["rank"],
+                ts=row["ts"],
+            )
+        )
+    return events
 
 
 # ---------------------------------------------------------------------------------------------
@@ -560,7 +655,7 @@ def _smi_tables(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
 
 def extract(frame: pl.DataFrame, cand: pl.DataFrame, year: int) -> pl.DataFrame:
     """Block events found in one frame (`cand` holds the prefix-split candidate lines)."""
-    rows = _tracebacks(frame, cand) + _cpp_dumps(frame, cand) + _reports(frame, cand) + _smi_tables(frame, cand)
+    rows = _tracebacks(frame, cand) + _notebook_tracebacks(frame, cand) + _cpp_dumps(frame, cand) + _reports(frame, cand) + _smi_tables(frame, cand)
     if not rows:
         return pl.DataFrame(schema=SCHEMA)
     return pl.DataFrame(rows, schema=SCHEMA).sort("line")
