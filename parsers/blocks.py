@@ -213,7 +213,10 @@ def _tracebacks(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
             continue  # a torchrun report's child call stack (part of that block) / an IPython traceback
         pos = row["line"] - first_line
         nxt = str(text[pos + 1]) if pos + 1 < len(text) else ""
-        if prefix and _prefix_pattern(prefix) is None and not nxt.startswith(prefix):
+        pattern = _prefix_pattern(prefix)
+        if pattern is not None and not re.match(pattern, nxt):
+            prefix = ""  # a time-stamped record prefix on the opener only (logger.exception)
+        elif prefix and pattern is None and not nxt.startswith(prefix):
             cut = nxt.find(prefix.strip())
             if 0 < cut <= 3 and prefix.strip():
                 # A mangled opener prefix (`rank1]: ` pasted without its `[`): follow the frames' prefix.
