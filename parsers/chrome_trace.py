@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -24,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 DICT_STR = pa.dictionary(pa.int32(), pa.string())
-WINDOW_BYTES = 16 * 1024 * 1024
+WINDOW_BYTES = 4 * 1024 * 1024
 _EMPTY = msgspec.Raw(b"")
 
 
@@ -73,13 +74,23 @@ COLUMNS = ("ph", "cat", "name", "pid", "tid", "ts", "dur")
 
 @dataclass
 class Trace:
-    """The decoded events as Arrow columns plus the document's other top-level keys."""
+    """The decoded events (one part per window) plus the document's other top-level keys.
 
-    events: pa.Table
+    Without a transform each part is an Arrow table of the raw columns (`events` joins them);
+    with one, each part is whatever the transform made of its window, so a reader can reduce
+    every window to its own output before the next window is decoded (bounded memory).
+    """
+
+    parts: list
     meta: dict[str, msgspec.Raw]
     complete: bool = True  # False when events were lost to truncation or corruption
     problems: list[str] = field(default_factory=list)
     bare_array: bool = False  # legacy export: the document is the event list itself
+
+    @property
+    def events(self) -> pa.Table:
+        """All windows' raw columns as one table (when read without a transform)."""
+        return pa.concat_tables(self.parts) if self.parts else _columns([], 0)
 
     def meta_value(self, key: str, default: Any = None) -> Any:
         """One top-level key decoded to Python (JSON null and undecodable values give `default`)."""
@@ -197,11 +208,12 @@ def _decode_window(window: bytes) -> list:
 class _Reader:
     """Walks the traceEvents array window by window."""
 
-    def __init__(self, buf: bytes, start: int, window: int) -> None:
+    def __init__(self, buf: bytes, start: int, window: int, transform: Callable[[pa.Table], Any] | None = None) -> None:
         self.buf = buf
+        self.transform = transform
         self.start = start  # first byte after '['
         self.window = window
-        self.parts: list[pa.Table] = []
+        self.parts: list = []
         self.count = 0
         self.complete = True
         self.problems: list[str] = []
@@ -209,7 +221,8 @@ class _Reader:
 
     def _emit(self, events: list) -> None:
         if events:
-            self.parts.append(_columns(events, self.count))
+            cols = _columns(events, self.count)
+            self.parts.append(self.transform(cols) if self.transform else cols)
             self.count += len(events)
 
     def _salvage(self, lo: int, hi: int, reason: str) -> int | None:
@@ -311,12 +324,6 @@ class _Reader:
                 return
             lo = split.end() - 1
 
-    def table(self) -> pa.Table:
-        if not self.parts:
-            return _columns([], 0)
-        return pa.concat_tables(self.parts)
-
-
 def _decode_meta(text: bytes) -> dict[str, msgspec.Raw] | None:
     try:
         meta = _META.decode(text)
@@ -340,8 +347,12 @@ def _meta_around(buf: bytes, open_bracket: int, close: int | None) -> tuple[dict
     return {}, ["the top-level object could not be read"]
 
 
-def read(buf: bytes, window: int = WINDOW_BYTES) -> Trace:
-    """Decode a Chrome-trace document (object with traceEvents, or a bare event array)."""
+def read(buf: bytes, window: int = WINDOW_BYTES, transform: Callable[[pa.Table], Any] | None = None) -> Trace:
+    """Decode a Chrome-trace document (object with traceEvents, or a bare event array).
+
+    `transform` is applied to each window's table as soon as it is decoded. The returned
+    metadata holds copies, so `buf` can be freed as soon as this returns.
+    """
     i = 0
     n = len(buf)
     if buf.startswith(b"\xef\xbb\xbf"):
@@ -351,9 +362,9 @@ def read(buf: bytes, window: int = WINDOW_BYTES) -> Trace:
     if i >= n:
         raise ValueError("empty document")
     if buf[i] == ord("["):
-        reader = _Reader(buf, i + 1, window)
+        reader = _Reader(buf, i + 1, window, transform)
         reader.run()
-        trace = Trace(reader.table(), {}, reader.complete, reader.problems, bare_array=True)
+        trace = Trace(reader.parts, {}, reader.complete, reader.problems, bare_array=True)
         if reader.end is not None and buf[reader.end + 1:].strip() not in (b"",):
             trace.problems.append("data after the event list ignored")
         return trace
@@ -364,10 +375,15 @@ def read(buf: bytes, window: int = WINDOW_BYTES) -> Trace:
         meta = _decode_meta(buf[i:])
         if meta is None:
             raise ValueError("no traceEvents array found")
-        return Trace(_columns([], 0), meta, True, ["no traceEvents key: an empty trace"])
-    reader = _Reader(buf, m.end(), window)
+        return Trace([], _own(meta), True, ["no traceEvents key: an empty trace"])
+    reader = _Reader(buf, m.end(), window, transform)
     reader.run()
     meta, problems = _meta_around(buf, m.end() - 1, reader.end)
     if reader.end is not None and problems and reader.complete:
         reader.complete = False
-    return Trace(reader.table(), meta, reader.complete, reader.problems + problems)
+    return Trace(reader.parts, _own(meta), reader.complete, reader.problems + problems)
+
+
+def _own(meta: dict[str, msgspec.Raw]) -> dict[str, msgspec.Raw]:
+    """Copies of the metadata values, so they no longer pin the whole document in memory."""
+    return {k: msgspec.Raw(bytes(v)) for k, v in meta.items()}

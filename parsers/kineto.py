@@ -12,11 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from forensics import tables as T
 from parsers import chrome_trace
 from parsers import trace_tables as tt
 from parsers.base import Parser, ParseResult, Sniffed
@@ -77,92 +75,81 @@ PROFILER_KEYS = ("schemaVersion", "displayTimeUnit", "record_shapes", "profile_m
 DEVICE_KEYS = ("id", "name", "totalGlobalMem", "computeMajor", "computeMinor", "numSms")
 
 
-def build(tr: chrome_trace.Trace, rel: str, source: str = SOURCE) -> tuple[dict[str, pa.Table], dict, int | None]:
-    """Spans and counters tables, run metadata and rank from a decoded Kineto trace."""
-    ev = tr.events.unify_dictionaries()
+class _Window:
+    """Reduces one decoded window to its span rows, counter rows and metadata rows, so the
+    window's raw columns and Python objects are freed before the next window is decoded."""
+
+    def __init__(self) -> None:
+        self.flows = 0
+
+    def __call__(self, ev: pa.Table) -> dict:
+        pid = tt.numeric_ids(ev["pid"], ev["pid_text"])
+        tid = tt.numeric_ids(ev["tid"], ev["tid_text"])
+        instant = tt.in_values(ev["ph"], tt.INSTANT_PH)
+        is_mem = pc.and_(instant, tt.in_values(ev["name"], ["[memory]"]))
+        is_span = pc.and_(pc.invert(tt.in_values(ev["ph"], tt.NOT_SPAN_PH)), pc.invert(is_mem))
+        self.flows += pc.sum(tt.in_values(ev["ph"], ["s", "f", "t"]).cast(pa.int64())).as_py() or 0
+        out = {
+            "meta": tt.metadata_rows(ev, pid, tid),
+            "counters": tt.concat_parts([_memory_rows(ev.filter(is_mem), pid.filter(is_mem), tid.filter(is_mem)),
+                                         tt.counter_rows(ev, pid, tid)]),
+        }
+        sp = ev.filter(is_span)
+        pid, tid = pid.filter(is_span), tid.filter(is_span)
+        kind = tt.kinds(sp["cat"], sp["ph"])
+        link = tt.decode_args(sp["args"], tt.in_values(kind, ARG_KINDS), LinkArgs, LinkArgsLoose, LINK_FIELDS)
+        gpu = tt.in_values(kind, tt.GPU_KINDS)
+        none = pa.scalar(None, pa.int64())
+        out["spans"] = pa.table({
+            "line": sp["idx"], "pid": pid, "tid": tid, "tid_text": sp["tid_text"], "ph": sp["ph"], "name": sp["name"],
+            "cat": sp["cat"], "kind": kind, "ts_us": sp["ts"], "dur_us": sp["dur"],
+            "stream": pc.coalesce(link["stream"], pc.if_else(gpu, tid, none)),
+            "device": pc.coalesce(link["device"], pc.if_else(gpu, pid, none)),
+            "correlation": link["correlation"],
+            "external_id": pc.coalesce(link["external_id"], link["external_id_2021"]),
+            "stepno": tt.step_numbers(sp["name"]),
+            "args": sp["args"],
+        })
+        return out
+
+
+def build(tr: chrome_trace.Trace, rel: str, flows: int = 0, source: str = SOURCE) -> tuple[dict[str, pa.Table], dict, int | None]:
+    """Spans and counters tables, run metadata and rank from a Kineto trace read with `_Window`."""
     base_ns = tr.meta_value("baseTimeNanoseconds")
     base_ns = int(base_ns) if isinstance(base_ns, (int, float)) and not isinstance(base_ns, bool) else None
     dist = tr.meta_value("distributedInfo", {})
     dist = dist if isinstance(dist, dict) else {}
     rank = dist.get("rank") if isinstance(dist.get("rank"), int) else rank_from_path(rel)
 
-    pid = tt.numeric_ids(ev["pid"], ev["pid_text"])
-    tid = tt.numeric_ids(ev["tid"], ev["tid_text"])
-    threads = tt.thread_names(tr, pid, tid, ev)
-    instant = tt.in_values(ev["ph"], tt.INSTANT_PH)
-    is_mem = pc.and_(instant, tt.in_values(ev["name"], ["[memory]"]))
-    is_span = pc.and_(pc.invert(tt.in_values(ev["ph"], tt.NOT_SPAN_PH)), pc.invert(is_mem))
-    n_flows = pc.sum(tt.in_values(ev["ph"], ["s", "f", "t"]).cast(pa.int64())).as_py() or 0
-
-    mem = _memory_rows(ev.filter(is_mem), pid.filter(is_mem), tid.filter(is_mem))
-    counters = tt.concat_frames([mem, tt.counter_rows(ev, pid, tid)])
-
-    sp = ev.filter(is_span)
-    sp_pid, sp_tid = pid.filter(is_span), tid.filter(is_span)
-    del ev
-    spans = _spans(sp, sp_pid, sp_tid, threads, rel, source, rank, base_ns)
-    del sp
+    threads = tt.thread_names([p["meta"] for p in tr.parts])
+    counters = tt.concat_parts([p["counters"] for p in tr.parts])
+    parts = [p["spans"] for p in tr.parts]
+    tr.parts.clear()
+    spans = tt.finish_spans(parts, threads, rel, source, rank, base_ns, True)
+    del parts
     steps = tt.host_step_intervals(spans)
     cnt = tt.finish_counters(counters, rel, source, rank, base_ns, True, steps)
-
-    meta = _meta(tr, rel, rank, dist, base_ns, spans, n_flows)
+    meta = _meta(tr, rel, rank, dist, base_ns, spans, flows)
     return {"spans": spans, "counters": cnt}, meta, rank
 
 
-def _spans(sp: pa.Table, pid, tid, threads: pl.DataFrame, rel: str, source: str, rank: int | None,
-           base_ns: int | None) -> pa.Table:
-    kind = tt.kinds(sp["cat"], sp["ph"])
-    link = tt.decode_args(sp["args"], tt.in_values(kind, ARG_KINDS), LinkArgs, LinkArgsLoose, LINK_FIELDS)
-    gpu = tt.in_values(kind, tt.GPU_KINDS)
-    device = pc.coalesce(link["device"], pc.if_else(gpu, pid, pa.scalar(None, pa.int64())))
-    stream = pc.coalesce(link["stream"], pc.if_else(gpu, tid, pa.scalar(None, pa.int64())))
-    correlation = link["correlation"]
-    step = tt.assign_steps(sp["ts"], sp["dur"], kind, tt.step_numbers(sp["name"]), correlation, sp["ph"])
-    thread = _thread_column(pid, tid, sp["tid_text"], threads)
-    n = sp.num_rows
-    table = pa.table({
-        "file": tt.const_dict(rel, n),
-        "line": sp["idx"],
-        "source": tt.const_dict(source, n),
-        "rank": pa.nulls(n, pa.int32()) if rank is None else pa.array([rank] * n, pa.int32()),
-        "pid": pid, "tid": tid, "thread": thread,
-        "ph": sp["ph"], "name": sp["name"], "cat": sp["cat"], "kind": kind,
-        "ts_us": sp["ts"], "dur_us": sp["dur"], "ts": tt.absolute_ts(sp["ts"], base_ns, True),
-        "stream": stream, "device": device, "correlation": correlation,
-        "external_id": pc.coalesce(link["external_id"], link["external_id_2021"]),
-        "step": step,
-        "args": sp["args"],
-    })
-    return T.conform("spans", table)
-
-
-def _thread_column(pid, tid, tid_text, threads: pl.DataFrame) -> pa.Array:
-    """Thread name from metadata events, else a non-numeric string tid ('PyTorch Profiler')."""
-    df = pl.DataFrame({"pid": pl.from_arrow(pid), "tid": pl.from_arrow(tid), "txt": pl.from_arrow(tid_text)})
-    df = df.with_row_index("_r").join(threads, on=["pid", "tid"], how="left").sort("_r")
-    name = pl.coalesce("thread", "txt")
-    return df.select(name.alias("t")).to_arrow()["t"].dictionary_encode().cast(T.DICT_STR)
-
-
-def _memory_rows(rows: pa.Table, pid, tid) -> pl.DataFrame:
+def _memory_rows(rows: pa.Table, pid, tid) -> pa.Table | None:
     """`[memory]` events -> allocated / reserved totals and the per-event delta, per device."""
     if rows.num_rows == 0:
-        return pl.DataFrame()
+        return None
     f = tt.decode_args(rows["args"], None, MemArgs, MemArgsLoose, MEM_FIELDS)
-    base = pl.DataFrame({
-        "line": pl.from_arrow(rows["idx"]), "pid": pl.from_arrow(pid), "tid": pl.from_arrow(tid),
-        "ts_us": pl.from_arrow(rows["ts"]),
-        # Device Id is -1 for CPU memory; keep it so host and device series stay apart.
-        "device": pl.from_arrow(f["device_id"]),
-    })
     parts = []
     for field, name in MEM_SERIES.items():
-        col = pl.from_arrow(f[field])
-        if col.null_count() == len(col):
+        value = f[field]
+        keep = pc.is_valid(value)
+        if not pc.any(keep).as_py():
             continue
-        parts.append(base.with_columns(pl.lit(name).alias("name"), pl.lit(None, dtype=pl.String).alias("series"),
-                                       col.alias("value")).filter(pl.col("value").is_not_null()))
-    return pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame()
+        # Device Id is -1 for CPU memory; keep it so host and device series stay apart.
+        parts.append(tt.counter_part(
+            line=rows["idx"].filter(keep), pid=pid.filter(keep), tid=tid.filter(keep),
+            name=pa.array([name] * int(pc.sum(keep.cast(pa.int64())).as_py()), pa.string()),
+            device=f["device_id"].filter(keep), ts_us=rows["ts"].filter(keep), value=value.filter(keep)))
+    return tt.concat_parts(parts)
 
 
 def _meta(tr: chrome_trace.Trace, rel: str, rank: int | None, dist: dict, base_ns: int | None,
@@ -189,12 +176,10 @@ def _meta(tr: chrome_trace.Trace, rel: str, rank: int | None, dist: dict, base_n
     return meta
 
 
-def parse_bytes(buf: bytes, rel: str, truncated: bool = False, problems: list[str] | None = None) -> ParseResult:
-    """Parse a Kineto trace held in memory (the parser entry point minus file reading)."""
-    tr = chrome_trace.read(buf)
-    tables, meta, rank = build(tr, rel)
+def _result(tr: chrome_trace.Trace, rel: str, flows: int, truncated: bool, problems: list[str]) -> ParseResult:
+    tables, meta, rank = build(tr, rel, flows)
     result = ParseResult(tables=tables, meta=meta, rank=rank)
-    notes = list(problems or []) + tr.problems
+    notes = list(problems) + tr.problems
     if not tr.complete or truncated:
         result.status = "partial"
     if notes:
@@ -202,10 +187,20 @@ def parse_bytes(buf: bytes, rel: str, truncated: bool = False, problems: list[st
     return result
 
 
+def parse_bytes(buf: bytes, rel: str) -> ParseResult:
+    """Parse a Kineto trace held in memory (tests, tools)."""
+    window = _Window()
+    return _result(chrome_trace.read(buf, transform=window), rel, window.flows, False, [])
+
+
 def parse(src, sn: Sniffed) -> ParseResult:
-    """Read the whole (decompressed) file and build the tables."""
+    """Read the whole (decompressed) file, decode it window by window, build the tables."""
     buf = src.read_all()
-    return parse_bytes(buf, src.rel, src.truncated, list(src.problems))
+    window = _Window()
+    tr = chrome_trace.read(buf, transform=window)
+    # The document is no longer needed: free it before the tables are assembled.
+    del buf
+    return _result(tr, src.rel, window.flows, src.truncated, list(src.problems))
 
 
 KINETO_MARKERS = (b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"', b'"cpu_op"', b'"Operator"',

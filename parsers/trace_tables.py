@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from operator import attrgetter
 
 import msgspec
 import numpy as np
@@ -17,7 +18,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from forensics import tables as T
-from parsers.chrome_trace import Trace
 
 DICT_STR = T.DICT_STR
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
@@ -116,23 +116,43 @@ def numeric_ids(ints: pa.ChunkedArray, text: pa.ChunkedArray) -> pa.ChunkedArray
     return pc.coalesce(ints, from_text)
 
 
-def thread_names(tr: Trace, pid: pa.ChunkedArray, tid: pa.ChunkedArray, ev: pa.Table) -> pl.DataFrame:
-    """(pid, tid) -> thread name from `thread_name` metadata events."""
-    mask = pc.and_(in_values(ev["ph"], ["M"]), in_values(ev["name"], ["thread_name"]))
-    rows = ev.filter(mask)
-    if rows.num_rows == 0:
-        return pl.DataFrame(schema={"pid": pl.Int64, "tid": pl.Int64, "thread": pl.String})
-    p = numeric_ids(rows["pid"], rows["pid_text"]).to_pylist()
-    t = numeric_ids(rows["tid"], rows["tid_text"]).to_pylist()
-    names = []
-    for raw in rows["args"].to_pylist():
+def metadata_rows(ev: pa.Table, pid: pa.ChunkedArray, tid: pa.ChunkedArray) -> pa.Table:
+    """The `M` events of a window (few), with numeric pid/tid."""
+    mask = in_values(ev["ph"], ["M"])
+    return pa.table({"pid": pid.filter(mask), "tid": tid.filter(mask), "name": ev["name"].filter(mask).cast(pa.string()),
+                     "args": ev["args"].filter(mask)})
+
+
+def thread_names(meta_rows: list[pa.Table]) -> pl.DataFrame:
+    """(pid, tid) -> thread name from the `thread_name` metadata events."""
+    empty = pl.DataFrame(schema={"pid": pl.Int64, "tid": pl.Int64, "thread": pl.String})
+    rows = [r for r in meta_rows if r.num_rows]
+    if not rows:
+        return empty
+    t = pa.concat_tables(rows)
+    p, i, names, raws = t["pid"].to_pylist(), t["tid"].to_pylist(), t["name"].to_pylist(), t["args"].to_pylist()
+    out = {"pid": [], "tid": [], "thread": []}
+    for pid, tid, name, raw in zip(p, i, names, raws, strict=True):
+        if name != "thread_name" or not raw:
+            continue
         try:
-            v = msgspec.json.decode(raw) if raw else {}
-            names.append(str(v.get("name")).strip() if isinstance(v, dict) and v.get("name") is not None else None)
+            v = msgspec.json.decode(raw)
         except msgspec.DecodeError:
-            names.append(None)
-    df = pl.DataFrame({"pid": p, "tid": t, "thread": names}, schema={"pid": pl.Int64, "tid": pl.Int64, "thread": pl.String})
-    return df.drop_nulls().unique(subset=["pid", "tid"], keep="last")
+            continue
+        if isinstance(v, dict) and v.get("name") is not None:
+            out["pid"].append(pid)
+            out["tid"].append(tid)
+            out["thread"].append(str(v["name"]).strip())
+    if not out["pid"]:
+        return empty
+    return pl.DataFrame(out, schema=empty.schema).drop_nulls().unique(subset=["pid", "tid"], keep="last")
+
+
+def thread_column(pid: pa.ChunkedArray, tid: pa.ChunkedArray, tid_text: pa.ChunkedArray, threads: pl.DataFrame) -> pa.Array:
+    """Thread name from metadata events, else the writer's string tid ('stream 7', 'PyTorch Profiler')."""
+    df = pl.DataFrame({"pid": pl.from_arrow(pid), "tid": pl.from_arrow(tid), "txt": pl.from_arrow(tid_text)})
+    df = df.with_row_index("_r").join(threads, on=["pid", "tid"], how="left").sort("_r")
+    return df.select(pl.coalesce("thread", "txt").alias("t")).to_arrow()["t"].combine_chunks().dictionary_encode().cast(DICT_STR)
 
 
 # ----------------------------------------------------------------------------- args
@@ -147,22 +167,22 @@ def decode_args(args: pa.ChunkedArray, mask: pa.ChunkedArray | None, struct: typ
     out = {f: pa.nulls(n, t) for f, t in fields.items()}
     if len(idx) == 0:
         return out
-    values: dict[str, list] = {f: [] for f in fields}
-    flat = args.combine_chunks() if args.num_chunks > 1 else (args.chunk(0) if args.num_chunks else pa.array([], pa.large_string()))
+    parts: dict[str, list[pa.Array]] = {f: [] for f in fields}
+    flat = args.combine_chunks() if isinstance(args, pa.ChunkedArray) else args
+    sep = pa.scalar(",", pa.large_string())
     for lo in range(0, len(idx), batch):
         part = flat.take(pa.array(idx[lo:lo + batch]))
-        joined = pc.binary_join(pa.LargeListArray.from_arrays(pa.array([0, len(part)], pa.int64()), part), pa.scalar(",", pa.large_string()))[0].as_buffer()
+        joined = pc.binary_join(pa.LargeListArray.from_arrays(pa.array([0, len(part)], pa.int64()), part), sep)[0].as_buffer()
         text = b"[" + joined.to_pybytes() + b"]"
         try:
             items = msgspec.json.decode(text, type=list[struct])
         except (msgspec.ValidationError, msgspec.DecodeError):
             items = msgspec.json.decode(text, type=list[loose])
-        for f in fields:
-            values[f].extend(map(lambda o, f=f: getattr(o, f), items))
+        for f, t in fields.items():
+            parts[f].append(_coerce(list(map(attrgetter(f), items)), t))
     for f, t in fields.items():
-        vals = _coerce(values[f], t)
-        full = pc.replace_with_mask(pa.nulls(n, t), sel, vals)
-        out[f] = full
+        vals = pa.concat_arrays(parts[f]) if len(parts[f]) > 1 else parts[f][0]
+        out[f] = pc.replace_with_mask(pa.nulls(n, t), sel, vals)
     return out
 
 
@@ -221,6 +241,32 @@ def assign_steps(ts: pa.ChunkedArray, dur: pa.ChunkedArray, kind: pa.ChunkedArra
     return df.sort("_r").select(step.alias("step")).to_arrow()["step"].combine_chunks().cast(pa.int64())
 
 
+# ----------------------------------------------------------------------------- assembly
+
+def finish_spans(parts: list[pa.Table], threads: pl.DataFrame, rel: str, source: str, rank: int | None,
+                 base_ns: int | None, epoch_if_large: bool,
+                 extra: Callable[[pa.Table], dict] | None = None) -> pa.Table:
+    """Per-window span rows into the `spans` table: one dictionary per column, threads, steps, UTC time."""
+    parts = [p for p in parts if p.num_rows]
+    if not parts:
+        return T.empty("spans")
+    sp = pa.concat_tables(parts).unify_dictionaries()
+    n = sp.num_rows
+    cols = {
+        "file": const_dict(rel, n), "line": sp["line"], "source": const_dict(source, n),
+        "rank": pa.nulls(n, pa.int32()) if rank is None else pa.array(np.full(n, rank, dtype=np.int32)),
+        "thread": thread_column(sp["pid"], sp["tid"], sp["tid_text"], threads),
+        "ts": absolute_ts(sp["ts_us"], base_ns, epoch_if_large),
+        "step": assign_steps(sp["ts_us"], sp["dur_us"], sp["kind"], sp["stepno"],
+                             sp["correlation"] if "correlation" in sp.column_names else pa.nulls(n, pa.int64()), sp["ph"]),
+    }
+    for name in sp.column_names:
+        if name not in cols and name not in ("tid_text", "stepno"):
+            cols[name] = sp[name]
+    cols.update(extra(sp) if extra else {})
+    return T.conform("spans", pa.table(cols))
+
+
 # ----------------------------------------------------------------------------- time
 
 def absolute_ts(ts_us: pa.ChunkedArray, base_ns: int | None, epoch_if_large: bool) -> pa.ChunkedArray:
@@ -236,17 +282,26 @@ def absolute_ts(ts_us: pa.ChunkedArray, base_ns: int | None, epoch_if_large: boo
 
 # ----------------------------------------------------------------------------- counters
 
-def counter_rows(ev: pa.Table, pid: pa.ChunkedArray, tid: pa.ChunkedArray) -> pl.DataFrame:
+# The per-window shape of counter rows (provenance, time and step are added at the end).
+COUNTER_PART = pa.schema([("line", pa.int64()), ("pid", pa.int64()), ("tid", pa.int64()), ("name", pa.string()),
+                          ("series", pa.string()), ("device", pa.int64()), ("ts_us", pa.float64()), ("value", pa.float64())])
+
+
+def counter_part(**cols) -> pa.Table:
+    """A counter-rows table with the COUNTER_PART columns (missing ones null)."""
+    n = len(next(iter(cols.values())))
+    return pa.table([cols[f.name] if f.name in cols else pa.nulls(n, f.type) for f in COUNTER_PART], schema=COUNTER_PART)
+
+
+def counter_rows(ev: pa.Table, pid: pa.ChunkedArray, tid: pa.ChunkedArray) -> pa.Table | None:
     """`C` events: one row per numeric key of args (series = the key)."""
     mask = in_values(ev["ph"], ["C"])
+    if not pc.any(mask).as_py():
+        return None
     rows = ev.filter(mask)
-    empty = pl.DataFrame(schema={"line": pl.Int64, "pid": pl.Int64, "tid": pl.Int64, "name": pl.String,
-                                 "series": pl.String, "ts_us": pl.Float64, "value": pl.Float64})
-    if rows.num_rows == 0:
-        return empty
     p = pid.filter(mask).to_pylist()
     t = tid.filter(mask).to_pylist()
-    out: dict[str, list] = {k: [] for k in empty.columns}
+    out: dict[str, list] = {k: [] for k in ("line", "pid", "tid", "name", "series", "ts_us", "value")}
     for i, (line, name, ts, raw) in enumerate(zip(rows["idx"].to_pylist(), rows["name"].to_pylist(),
                                                   rows["ts"].to_pylist(), rows["args"].to_pylist(), strict=True)):
         try:
@@ -265,24 +320,26 @@ def counter_rows(ev: pa.Table, pid: pa.ChunkedArray, tid: pa.ChunkedArray) -> pl
             out["series"].append(str(key))
             out["ts_us"].append(ts)
             out["value"].append(float(value))
-    return pl.DataFrame(out, schema=empty.schema)
+    if not out["line"]:
+        return None
+    return counter_part(**{k: pa.array(v, type=COUNTER_PART.field(k).type) for k, v in out.items()})
 
 
-def concat_frames(frames: list[pl.DataFrame]) -> pl.DataFrame:
-    """Stack frames with different column sets (missing columns become null)."""
-    frames = [f for f in frames if f.height]
-    return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+def concat_parts(parts: list[pa.Table | None]) -> pa.Table | None:
+    """Stack per-window counter rows (None and empty parts skipped)."""
+    parts = [p for p in parts if p is not None and p.num_rows]
+    return pa.concat_tables(parts) if parts else None
 
 
-def finish_counters(df: pl.DataFrame, file: str, source: str, rank: int | None, base_ns: int | None,
+def finish_counters(part: pa.Table | None, file: str, source: str, rank: int | None, base_ns: int | None,
                     epoch_if_large: bool, steps: pl.DataFrame | None) -> pa.Table:
     """Counter rows with provenance, absolute time and step."""
-    if df.height == 0:
+    if part is None or part.num_rows == 0:
         return T.empty("counters")
-    ts = pa.chunked_array([df["ts_us"].to_arrow()])
+    df = pl.from_arrow(part)
     df = df.with_columns(
         pl.lit(file).alias("file"), pl.lit(source).alias("source"), pl.lit(rank, dtype=pl.Int32).alias("rank"),
-        pl.from_arrow(absolute_ts(ts, base_ns, epoch_if_large)).alias("ts"),
+        pl.from_arrow(absolute_ts(part["ts_us"], base_ns, epoch_if_large)).alias("ts"),
     )
     if steps is not None and steps.height:
         j = (df.with_row_index("_r").select("_r", "ts_us").drop_nulls().sort("ts_us")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -26,7 +25,7 @@ SOURCE = "viztracer"
 # ReportBuilder's own pattern for `qualname (file:line)`.
 FUNC_NAME = re.compile(r"^(.*) \((.*):(\d+)\)$")
 # add_variable(..., event="instant") writes `name = repr(value)`.
-VAR_INSTANT = re.compile(r"^([A-Za-z_][\w.\[\]]*) = (-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)$")
+VAR_INSTANT = re.compile(r"^(?P<n>[A-Za-z_][\w.\[\]]*) = (?P<v>-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)$")
 
 
 def split_function_names(values: list) -> tuple[list, list, list]:
@@ -45,70 +44,70 @@ def split_function_names(values: list) -> tuple[list, list, list]:
     return funcs, files, lines
 
 
-def _var_instants(ev: pa.Table, pid, tid) -> pl.DataFrame:
+def _var_instants(ev: pa.Table, pid, tid) -> pa.Table | None:
     """Numeric `name = value` instants as counter rows."""
     mask = tt.in_values(ev["ph"], tt.INSTANT_PH)
-    rows = ev.filter(mask).select(["idx", "name", "ts"])
-    if rows.num_rows == 0:
-        return pl.DataFrame()
-    df = pl.DataFrame({"line": pl.from_arrow(rows["idx"]), "name": pl.from_arrow(rows["name"].cast(pa.string())),
-                       "ts_us": pl.from_arrow(rows["ts"]), "pid": pl.from_arrow(pid.filter(mask)),
-                       "tid": pl.from_arrow(tid.filter(mask))})
-    m = df["name"].str.extract_groups(VAR_INSTANT.pattern)
-    df = df.with_columns(m.struct.field("1").alias("name"), m.struct.field("2").cast(pl.Float64, strict=False).alias("value"))
-    return df.filter(pl.col("value").is_not_null())
+    if not pc.any(mask).as_py():
+        return None
+    rows = ev.filter(mask)
+    parts = pc.extract_regex(rows["name"].cast(pa.string()), VAR_INSTANT.pattern)
+    name = pc.struct_field(parts, [0])
+    value = pc.cast(pc.struct_field(parts, [1]), pa.float64())
+    keep = pc.is_valid(value)
+    if not pc.any(keep).as_py():
+        return None
+    return tt.counter_part(line=rows["idx"].filter(keep), pid=pid.filter(mask).filter(keep), tid=tid.filter(mask).filter(keep),
+                           name=name.filter(keep), ts_us=rows["ts"].filter(keep), value=value.filter(keep))
+
+
+def _window(ev: pa.Table) -> dict:
+    """One decoded window reduced to span rows, counter rows and metadata rows."""
+    pid = tt.numeric_ids(ev["pid"], ev["pid_text"])
+    tid = tt.numeric_ids(ev["tid"], ev["tid_text"])
+    is_span = pc.invert(tt.in_values(ev["ph"], tt.NOT_SPAN_PH))
+    sp = ev.filter(is_span)
+    return {
+        "meta": tt.metadata_rows(ev, pid, tid),
+        "counters": tt.concat_parts([tt.counter_rows(ev, pid, tid), _var_instants(ev, pid, tid)]),
+        "spans": pa.table({
+            "line": sp["idx"], "pid": pid.filter(is_span), "tid": tid.filter(is_span), "tid_text": sp["tid_text"],
+            "ph": sp["ph"], "name": sp["name"], "cat": sp["cat"], "kind": tt.kinds(sp["cat"], sp["ph"]),
+            "ts_us": sp["ts"], "dur_us": sp["dur"], "stepno": tt.step_numbers(sp["name"]), "args": sp["args"],
+        }),
+    }
+
+
+def _function_columns(sp: pa.Table) -> dict:
+    """func / src_file / src_line, computed once per distinct name."""
+    names = sp["name"]
+    return {"func": tt.map_dict(names, lambda vs: split_function_names(vs)[0], T.DICT_STR),
+            "src_file": tt.map_dict(names, lambda vs: split_function_names(vs)[1], T.DICT_STR),
+            "src_line": tt.map_dict(names, lambda vs: split_function_names(vs)[2], pa.int64())}
 
 
 def build(tr: chrome_trace.Trace, rel: str) -> tuple[dict[str, pa.Table], dict, int | None]:
-    """Spans and counters tables plus metadata from a decoded VizTracer trace."""
-    ev = tr.events.unify_dictionaries()
+    """Spans and counters tables plus metadata from a VizTracer trace read with `_window`."""
     vm = tr.meta_value("viztracer_metadata", {})
     vm = vm if isinstance(vm, dict) else {}
     base_ns = vm.get("baseTimeNanoseconds")
     base_ns = int(base_ns) if isinstance(base_ns, int) and not isinstance(base_ns, bool) else None
     rank = rank_from_path(rel)
-
-    pid = tt.numeric_ids(ev["pid"], ev["pid_text"])
-    tid = tt.numeric_ids(ev["tid"], ev["tid_text"])
-    threads = tt.thread_names(tr, pid, tid, ev)
-    counters = tt.concat_frames([tt.counter_rows(ev, pid, tid), _var_instants(ev, pid, tid)])
-
-    is_span = pc.invert(tt.in_values(ev["ph"], tt.NOT_SPAN_PH))
-    sp = ev.filter(is_span)
-    sp_pid, sp_tid = pid.filter(is_span), tid.filter(is_span)
-    del ev
-    n = sp.num_rows
-    kind = tt.kinds(sp["cat"], sp["ph"])
-    names = sp["name"]
-    func = tt.map_dict(names, lambda vs: split_function_names(vs)[0], T.DICT_STR)
-    src_file = tt.map_dict(names, lambda vs: split_function_names(vs)[1], T.DICT_STR)
-    src_line = tt.map_dict(names, lambda vs: split_function_names(vs)[2], pa.int64())
-    thr = pl.DataFrame({"pid": pl.from_arrow(sp_pid), "tid": pl.from_arrow(sp_tid)}).with_row_index("_r")
-    thr = thr.join(threads, on=["pid", "tid"], how="left").sort("_r")
-    thread = thr["thread"].to_arrow().dictionary_encode().cast(T.DICT_STR)
-    step = tt.assign_steps(sp["ts"], sp["dur"], kind, tt.step_numbers(names), pa.nulls(n, pa.int64()), sp["ph"])
-    spans = T.conform("spans", pa.table({
-        "file": tt.const_dict(rel, n), "line": sp["idx"], "source": tt.const_dict(SOURCE, n),
-        "rank": pa.nulls(n, pa.int32()) if rank is None else pa.array([rank] * n, pa.int32()),
-        "pid": sp_pid, "tid": sp_tid, "thread": thread, "ph": sp["ph"], "name": names, "cat": sp["cat"],
-        "kind": kind, "ts_us": sp["ts"], "dur_us": sp["dur"], "ts": tt.absolute_ts(sp["ts"], base_ns, False),
-        "step": step, "func": func, "src_file": src_file, "src_line": src_line, "args": sp["args"],
-    }))
+    threads = tt.thread_names([p["meta"] for p in tr.parts])
+    counters = tt.concat_parts([p["counters"] for p in tr.parts])
+    parts = [p["spans"] for p in tr.parts]
+    tr.parts.clear()
+    spans = tt.finish_spans(parts, threads, rel, SOURCE, rank, base_ns, False, extra=_function_columns)
     steps = tt.host_step_intervals(spans)
     cnt = tt.finish_counters(counters, rel, SOURCE, rank, base_ns, False, steps)
-    procs = {}
     info = {"source": SOURCE, "version": vm.get("version"), "overflow": vm.get("overflow"), "base_time_ns": base_ns,
-            "spans": n, "threads": threads.height, "complete": tr.complete}
-    procs[f"trace:{rel}"] = info
-    return {"spans": spans, "counters": cnt}, procs, rank
+            "spans": spans.num_rows, "threads": threads.height, "complete": tr.complete}
+    return {"spans": spans, "counters": cnt}, {f"trace:{rel}": info}, rank
 
 
-def parse_bytes(buf: bytes, rel: str, truncated: bool = False, problems: list[str] | None = None) -> ParseResult:
-    """Parse a VizTracer JSON held in memory."""
-    tr = chrome_trace.read(buf)
+def _result(tr: chrome_trace.Trace, rel: str, truncated: bool, problems: list[str]) -> ParseResult:
     tables, meta, rank = build(tr, rel)
     result = ParseResult(tables=tables, meta=meta, rank=rank)
-    notes = list(problems or []) + tr.problems
+    notes = list(problems) + tr.problems
     vm = tr.meta_value("viztracer_metadata", {})
     if isinstance(vm, dict) and vm.get("overflow"):
         # The circular buffer wrapped: the earliest events were dropped by VizTracer itself.
@@ -120,9 +119,17 @@ def parse_bytes(buf: bytes, rel: str, truncated: bool = False, problems: list[st
     return result
 
 
+def parse_bytes(buf: bytes, rel: str) -> ParseResult:
+    """Parse a VizTracer JSON held in memory (tests, tools)."""
+    return _result(chrome_trace.read(buf, transform=_window), rel, False, [])
+
+
 def parse(src, sn: Sniffed) -> ParseResult:
-    """Read the whole (decompressed) file and build the tables."""
-    return parse_bytes(src.read_all(), src.rel, src.truncated, list(src.problems))
+    """Read the whole (decompressed) file, decode it window by window, build the tables."""
+    buf = src.read_all()
+    tr = chrome_trace.read(buf, transform=_window)
+    del buf  # free the document before the tables are assembled
+    return _result(tr, src.rel, src.truncated, list(src.problems))
 
 
 def sniff(sn: Sniffed) -> int:
