@@ -185,13 +185,16 @@ def order(findings: list[Finding]) -> list[Finding]:
     out: list[Finding] = []
     placed: set[str] = set()
 
-    def visit(f: Finding) -> None:
+    def visit(f: Finding, parent: Finding | None = None) -> None:
         if f.id in placed:
             return
         placed.add(f.id)
+        if parent is not None:
+            # The finding is shown under this parent: name it first among its explainers.
+            f.explained_by.sort(key=lambda pid: pid != parent.id)
         out.append(f)
         for child in sorted((by_id[c] for c in f.explains), key=lambda x: (_onset_key(x.onset), x.id)):
-            visit(child)
+            visit(child, f)
 
     for root in sorted((f for f in findings if f.root_cause), key=key):
         visit(root)
