@@ -105,8 +105,19 @@ def codes() -> list[str]:
 
 
 def needles() -> list[str]:
-    """All prefilter needles of the table."""
-    return sorted({n for s in load() for n in s.needles})
+    """First-stage prefilter needles: the table's families plus every needle no family covers.
+
+    Every line that holds a signature needle holds one of these (a superset, by construction).
+    """
+    return list(_stage_one())
+
+
+@lru_cache(maxsize=1)
+def _stage_one() -> tuple[str, ...]:
+    data = tomllib.loads(TABLE.read_text(encoding="utf-8"))
+    families = [f.lower() for f in data.get("prefilter", {}).get("families", [])]
+    uncovered = {n.lower() for s in load() for n in s.needles if not any(f in n.lower() for f in families)}
+    return tuple(sorted(set(families) | uncovered))
 
 
 @lru_cache(maxsize=1)
@@ -259,11 +270,12 @@ def extract(cand: pl.DataFrame) -> pl.DataFrame:
     `cand` has columns line, seg, text, rank, ts, msg (the line without its prefixes).
     """
     uniq, pairs = _needle_index()
-    hits = cand.filter(
-        pl.col("msg").str.contains_any(uniq, ascii_case_insensitive=True)
-        # Source lines quoted in a traceback (`    raise RuntimeError("... out of memory")`) are code, not events.
-        & ~pl.col("msg").str.contains(SOURCE_LINE)
-    )
+    # Two stages: the few family words over every candidate line, then the full needle list on the survivors.
+    hits = cand.filter(pl.col("msg").str.contains_any(list(_stage_one()), ascii_case_insensitive=True))
+    hits = hits.filter(pl.col("msg").str.contains_any(uniq, ascii_case_insensitive=True))
+    # Source lines quoted in a traceback (`    raise RuntimeError("... out of memory")`) are code, not events.
+    # (A second pass over the few hits only: the regex is costlier than the Aho-Corasick scan.)
+    hits = hits.filter(~pl.col("msg").str.contains(SOURCE_LINE))
     if hits.height == 0:
         return pl.DataFrame(schema=SCHEMA)
     hits = hits.with_row_index("_i")

@@ -802,3 +802,22 @@ def test_vllm_worker_prefix_names_the_rank():
     """OBS gpustack/gpustack#2680: `(VllmWorker rank=3 pid=4665) ERROR ... NCCL error: ...`."""
     row = only("(VllmWorker rank=3 pid=4665) ERROR 08-05 14:13:44 [multiproc_executor.py:487] RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)")
     assert (row["code"], row["rank"], row["fields"]["reason"]) == ("nccl_error", 3, "unhandled system error")
+
+
+def test_first_stage_needles_cover_every_needle_and_skip_healthy_lines():
+    stage = signatures.needles()
+    assert len(stage) < 100
+    for sig in signatures.load():
+        for needle in sig.needles:
+            assert any(f in needle.lower() for f in stage), needle
+    healthy = pl.Series([
+        "{'loss': 2.3456, 'grad_norm': 1.2345678, 'learning_rate': 4.999e-05, 'epoch': 0.01}",
+        " [2025-03-01 10:00:00.123456] iteration      100/  500000 | consumed samples:        51200 | elapsed time per iteration (ms): 1234.5 | throughput per GPU (TFLOP/s/GPU): 400.1 | learning rate: 1.500000E-04 | global batch size:   512 | lm loss: 2.345678E+00 | loss scale: 1.0 | grad norm: 0.812 | number of skipped iterations:   0 | number of nan iterations:   0 |",
+        "[Rank 0] (after 10 iterations) memory (MB) | allocated: 1234.56 | max allocated: 2345.67 | reserved: 3000.00 | max reserved: 3100.00",
+        "[2023-04-28 06:59:46,878] [INFO] [logging.py:96:log_dist] [Rank 0] step=510, skipped=8, lr=[0.001], mom=[(0.9, 0.999)]",
+        "[2023-04-28 06:59:46,878] [INFO] [timer.py:260:stop] epoch=0/micro_step=100/global_step=100, RunningAvgSamplesPerSec=12.3, CurrSamplesPerSec=12.1, MemAllocated=4.1GB, MaxMemAllocated=7.9GB",
+        "[titan] 2026-02-24 19:46:17,508 - root - INFO - step:  4  loss:  7.62585  grad_norm: 26.6250  memory: 66.91GiB(37.51%)  tps: 10,050  tflops: 314.71  mfu: 13.99%",
+        "iter 100: loss 3.2345, time 123.45ms, mfu 38.12%",
+        "Epoch 1:   4%|▎         | 40/1095 [00:03<01:37, 10.84it/s, v_num=10]",
+    ])
+    assert not healthy.str.contains_any(stage, ascii_case_insensitive=True).any()
