@@ -269,51 +269,38 @@ def infer_spec(rows: list[str]) -> Spec | None:
     return Spec(fields, "gpu", inferred=True)
 
 
-def _convert(expr: pl.Expr, kind: str) -> pl.Expr:
-    return {
-        "ts": F.timestamp,
-        "int": F.integer,
-        "num": F.num,
-        "text": F.text,
-        "bool": F.yes_no,
-        "mask": F.hex_mask,
-        "pstate": F.pstate,
-        "compute_mode": F.compute_mode,
-        "bus": F.bus_id,
-    }[kind](expr)
-
-
-def _columns(spec: Spec) -> tuple[list[pl.Expr], list[str]]:
-    """Expressions that turn the split cells (`_c`, a list) of this header's rows into columns."""
+def _plan(spec: Spec) -> tuple[dict[str, tuple[int, str]], dict[str, int]]:
+    """Which cell fills which column (the best-priority field wins), and the named reason fields."""
     table = PROC_FIELDS if spec.kind == "procs" else GPU_FIELDS
     best: dict[str, tuple[int, int, str]] = {}
-    flags: dict[str, pl.Expr] = {}
+    flags: dict[str, int] = {}
     for i, name in enumerate(spec.fields):
         if spec.kind == "gpu" and name.startswith("clocks_event_reasons.") and name != "clocks_event_reasons.active":
             reason = F.reason_name(name.split(".", 1)[1])
             if reason:
-                flags[reason] = pl.col("_c").list.get(i, null_on_oob=True)
+                flags[reason] = i
             continue
         if name not in table:
             continue
         col, conv, prio = table[name]
         if col not in best or prio < best[col][0]:
             best[col] = (prio, i, conv)
-    exprs = [
-        _convert(pl.col("_c").list.get(i, null_on_oob=True), conv).alias(col) for col, (_p, i, conv) in best.items()
-    ]
-    if spec.kind == "gpu" and "throttle_mask" not in best and flags:
-        exprs.append(F.mask_from_flags(flags).alias("throttle_mask"))
-    return exprs, [e.meta.output_name() for e in exprs]
+    return {col: (i, conv) for col, (_p, i, conv) in best.items()}, flags
 
 
 def _rows(frame: pl.DataFrame, spec: Spec) -> tuple[pl.DataFrame, int]:
     """Convert the data lines of one header; also return how many had the wrong number of cells."""
-    split = frame.with_columns(pl.col("text").str.split(",").alias("_c"))
     n = len(spec.fields)
+    split = frame.select("line", pl.col("_hn").alias("_seg"), pl.col("text").str.split(",").alias("_c"))
     ok = split.filter(pl.col("_c").list.len() == n)
-    exprs, _names = _columns(spec)
-    out = ok.select(pl.col("line"), pl.col("_seg"), *exprs)
+    cols, flags = _plan(spec)
+    cell = {i: pl.col("_c").list.get(i) for i in {i for i, _k in cols.values()} | set(flags.values())}
+    raw = ok.select("line", "_seg", *[e.alias(f"_r{i}") for i, e in cell.items()])
+    out = raw.select("line", "_seg").with_columns(
+        [F.convert(raw.get_column(f"_r{i}"), conv).alias(col) for col, (i, conv) in cols.items()]
+    )
+    if flags and "throttle_mask" not in cols:
+        out = out.with_columns(raw.select(F.mask_from_flags({r: pl.col(f"_r{i}") for r, i in flags.items()})).to_series().alias("throttle_mask"))
     return out, split.height - ok.height
 
 
@@ -367,14 +354,16 @@ def _gpu_keys(df: pl.DataFrame, state: CsvState) -> pl.DataFrame:
 
 def parse_lines(frame: pl.DataFrame, state: CsvState) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One chunk of lines (`line`, `text`) of CSV output into gpu and gpu_procs frames."""
-    lines = frame.filter(pl.col("text").str.strip_chars() != "").select("line", "text")
+    lines = frame.filter(pl.col("text").str.len_bytes() > 0).select("line", "text")
     if lines.height == 0:
         return pl.DataFrame(), pl.DataFrame()
     faults = F.device_faults(lines, "query_gpu")
     if faults.height:
         lines = lines.filter(~pl.col("text").str.contains("Unable to determine the device handle", literal=True))
-    is_header = _norm_first(pl.col("text")).is_in(KNOWN_FIRST)
-    lines = lines.with_columns(is_header.alias("_h"))
+    # Headers start with a field name: only lines that start with a letter are looked at closely.
+    cand = lines.filter(pl.col("text").str.contains(r"^\s*[A-Za-z_]"))
+    head_lines = cand.filter(_norm_first(pl.col("text")).is_in(KNOWN_FIRST)).get_column("line")
+    lines = lines.with_columns(pl.col("line").is_in(head_lines.implode()).alias("_h"))
     headers = lines.filter(pl.col("_h"))
     # Specs by distinct header text: parsed once each, never per line.
     specs: list[Spec | None] = [state.spec]
@@ -414,7 +403,7 @@ def parse_lines(frame: pl.DataFrame, state: CsvState) -> tuple[pl.DataFrame, pl.
         if spec.kind == "skip":
             state.skipped_kinds.add(",".join(spec.fields[:3]))
             continue
-        out, bad = _rows(rows.with_columns(pl.col("_hn").alias("_seg")), spec)
+        out, bad = _rows(rows, spec)
         state.bad_lines += bad
         (proc_parts if spec.kind == "procs" else gpu_parts).append(out)
     if headers.height:

@@ -12,7 +12,7 @@ import re
 import polars as pl
 import pyarrow as pa
 
-from forensics.tables import conform
+from forensics.tables import SCHEMAS, conform
 from parsers.prefixes import parse_iso
 
 # Values nvidia-smi prints where it has no number (formats.md §3.1, §3.5; corpus captures).
@@ -92,13 +92,17 @@ def clean(expr: pl.Expr) -> pl.Expr:
     return pl.when(s.is_in(NULL_TOKENS)).then(None).otherwise(s)
 
 
+# Characters of the unit suffixes nvidia-smi prints (`%`, `MiB`, `MB`, `W`, `MHz`, `C`, `us`, `ms`,
+# `16x`, `KB/s`, `bank(s)`): stripping them leaves the number; anything else fails the cast -> null.
+UNIT_CHARS = " \t%MiBGWHzCusmxKB/()bank"
+
+
 def num(expr: pl.Expr) -> pl.Expr:
-    """A number with an optional unit suffix (`41 C`, `69.85 W`, `100 %`, `81559 MiB`, `16x`) as Float64."""
-    return (
-        clean(expr)
-        .str.extract(r"^([-+]?\d+(?:\.\d+)?)\s*(?:%|MiB|MB|GiB|W|MHz|C|us|ms|x|KB/s|MB/s|bank\(s\))?$", 1)
-        .cast(pl.Float64, strict=False)
-    )
+    """A number with an optional unit suffix (`41 C`, `69.85 W`, `100 %`, `81559 MiB`, `16x`) as Float64.
+
+    Placeholders (`[N/A]`, `N/A`, `-`, `[Not Supported]`) do not parse as numbers and become null.
+    """
+    return expr.str.strip_chars(UNIT_CHARS).cast(pl.Float64, strict=False)
 
 
 def integer(expr: pl.Expr) -> pl.Expr:
@@ -163,6 +167,51 @@ def timestamp(expr: pl.Expr) -> pl.Expr:
     return pl.coalesce(parse_iso(iso), ctime.dt.replace_time_zone("UTC"))
 
 
+NVSMI_TS = re.compile(r"^\s*\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}\.\d+\s*$")
+ISO_Z_TS = re.compile(r"^\s*\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z\s*$")
+
+EXPRS = {
+    "int": lambda e: integer(e),
+    "num": lambda e: num(e),
+    "text": lambda e: text(e),
+    "bool": lambda e: yes_no(e),
+    "mask": lambda e: hex_mask(e),
+    "pstate": lambda e: pstate(e),
+    "compute_mode": lambda e: compute_mode(e),
+    "bus": lambda e: bus_id(e),
+    "ts": lambda e: timestamp(e),
+}
+# Kinds whose values repeat (names, ids, modes, masks): converted once per distinct value.
+LOW_CARDINALITY = {"text", "bool", "mask", "pstate", "compute_mode", "bus"}
+
+
+def convert(s: pl.Series, kind: str) -> pl.Series:
+    """Convert a column of raw cells: the hot path of big files (one expression per column,
+    distinct values only for repeating kinds, a fixed-format parse for nvidia-smi timestamps)."""
+    if kind == "ts":
+        first = s.drop_nulls().head(1).to_list()
+        fast = None
+        if first and NVSMI_TS.match(first[0]):
+            fast = s.str.strip_chars().str.to_datetime("%Y/%m/%d %H:%M:%S%.f", strict=False, time_unit="us")
+        elif first and ISO_Z_TS.match(first[0]):
+            fast = s.str.strip_chars().str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", strict=False, time_unit="us")
+        if fast is not None:
+            fast = fast.dt.replace_time_zone("UTC")
+            # Cells in another format (a stray header cell, an offset) go through the general parser alone.
+            bad = (fast.is_null() & s.is_not_null()).arg_true()
+            if bad.len():
+                fixed = s.gather(bad).to_frame("v").select(timestamp(pl.col("v"))).to_series()
+                fast = fast.scatter(bad, fixed)
+            return fast
+        return s.to_frame("v").select(timestamp(pl.col("v"))).to_series()
+    if kind in LOW_CARDINALITY:
+        uniq = s.drop_nulls().unique()
+        if uniq.len() * 8 < s.len():
+            mapped = uniq.to_frame("v").select(EXPRS[kind](pl.col("v"))).to_series()
+            return s.replace_strict(uniq, mapped, default=None, return_dtype=mapped.dtype)
+    return s.to_frame("v").select(EXPRS[kind](pl.col("v"))).to_series()
+
+
 def reasons_from_mask(mask: pl.Expr) -> pl.Expr:
     """Comma-separated names of the reason bits set in `mask` ("" when none, null when unknown)."""
     parts = [
@@ -204,15 +253,24 @@ def add_reasons(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(reasons_from_mask(pl.col("throttle_mask")).alias("throttle_reasons"))
 
 
+def _categorical(df: pl.DataFrame, name: str) -> pl.DataFrame:
+    """Dictionary-typed schema columns as polars Categoricals: Arrow then casts only the dictionary
+    (a handful of values), not a million strings."""
+    schema = SCHEMAS[name]
+    cats = [f.name for f in schema if pa.types.is_dictionary(f.type) and f.name in df.columns and df.schema[f.name] == pl.String]
+    return df.with_columns([pl.col(c).cast(pl.Categorical) for c in cats])
+
+
 def gpu_table(df: pl.DataFrame, file: str) -> pa.Table:
     """Conform a frame of gpu columns to the `gpu` schema, stamping the file."""
     df = add_reasons(df).with_columns(pl.lit(file).alias("file"))
-    return conform("gpu", df.to_arrow())
+    return conform("gpu", _categorical(df, "gpu").to_arrow())
 
 
 def procs_table(df: pl.DataFrame, file: str) -> pa.Table:
     """Conform a frame of gpu_procs columns to the `gpu_procs` schema, stamping the file."""
-    return conform("gpu_procs", df.with_columns(pl.lit(file).alias("file")).to_arrow())
+    df = df.with_columns(pl.lit(file).alias("file"))
+    return conform("gpu_procs", _categorical(df, "gpu_procs").to_arrow())
 
 
 def device_faults(lines: pl.DataFrame, source: str) -> pl.DataFrame:

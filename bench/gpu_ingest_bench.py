@@ -1,0 +1,124 @@
+"""Ingest speed and memory of `nvidia-smi --query-gpu` CSVs at 1M, 2M and 4M samples (8 GPUs).
+
+Usage: python bench/gpu_ingest_bench.py [--sizes 1000000,2000000,4000000] [--dir /tmp/gpu_bench]
+
+Each size is written once (the format of `nvidia-smi --query-gpu=… --format=csv -lms 100`,
+one row per GPU per sample), then measured in a fresh child process so that peak RSS belongs
+to that size alone: the forensics ingest of the file, and in the same child a bare
+`polars.read_csv` of the same file as the baseline (the floor: parsing CSV text into columns
+with no unit stripping, no timestamps, no validation). A second child runs the baseline
+alone for its own peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+HEADER = ("timestamp, index, pci.bus_id, pstate, utilization.gpu [%], utilization.memory [%], memory.used [MiB], "
+          "memory.total [MiB], temperature.gpu, power.draw [W], clocks.current.sm [MHz], clocks_event_reasons.active")
+GPUS = 8
+
+
+def write_csv(path: Path, rows: int, seed: int = 0) -> None:
+    """A query-gpu capture of `rows` rows (rows / 8 samples), written in blocks with vectorised string ops."""
+    rng = np.random.default_rng(seed)
+    start = np.datetime64("2025-03-01T00:00:00.000")
+    block = 1_000_000
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(HEADER + "\n")
+        for lo in range(0, rows, block):
+            n = min(block, rows - lo)
+            idx = np.arange(lo, lo + n)
+            gpu = idx % GPUS
+            tick = idx // GPUS
+            ms = tick * 100 + rng.integers(0, 4, n) + gpu  # 100 ms sampling, a few ms of jitter per GPU
+            util = np.clip(rng.normal(92, 6, n), 0, 100).round().astype(int)
+            df = pl.DataFrame({
+                "ts": (start + ms.astype("timedelta64[ms]")),
+                "gpu": gpu, "util": util, "mem": (util * 0.4).astype(int),
+                "used": 61000 + rng.integers(0, 400, n), "temp": 60 + rng.integers(0, 15, n),
+                "pwr": np.round(rng.normal(640, 30, n), 2), "clk": np.where(rng.random(n) < 0.02, 1410, 1980),
+            })
+            lines = df.select(pl.concat_str([
+                pl.col("ts").dt.strftime("%Y/%m/%d %H:%M:%S%.3f"), pl.lit(", "), pl.col("gpu").cast(pl.String),
+                pl.lit(", 00000000:"), (pl.col("gpu") * 16 + 0x18).map_elements(lambda v: f"{v:02X}", return_dtype=pl.String),
+                pl.lit(":00.0, P0, "), pl.col("util").cast(pl.String), pl.lit(" %, "), pl.col("mem").cast(pl.String),
+                pl.lit(" %, "), pl.col("used").cast(pl.String), pl.lit(" MiB, 81559 MiB, "), pl.col("temp").cast(pl.String),
+                pl.lit(", "), pl.col("pwr").cast(pl.String), pl.lit(" W, "), pl.col("clk").cast(pl.String),
+                pl.lit(" MHz, "), pl.when(pl.col("clk") < 1980).then(pl.lit("0x0000000000000004")).otherwise(pl.lit("0x0000000000000000")),
+            ]).alias("l"))
+            fh.write("\n".join(lines.get_column("l").to_list()))
+            fh.write("\n")
+
+
+def child(path: str, mode: str) -> None:
+    """Run in a fresh process: print one JSON line with the timings and this process's peak RSS."""
+    out: dict = {}
+    if mode in ("ingest", "both"):
+        from forensics.ingest import ingest
+        from parsers.base import registry
+
+        registry()  # import every parser module before timing: a one-time start-up cost, not ingest speed
+        root = Path(path).parent
+        t = time.perf_counter()
+        run = ingest(root)
+        out["ingest_s"] = time.perf_counter() - t
+        out["rows"] = run.table("gpu").num_rows
+        out["status"] = run.table("files").column("status").to_pylist()
+        out["rss_after_ingest_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        del run
+    if mode in ("baseline", "both"):
+        t = time.perf_counter()
+        df = pl.read_csv(path)
+        out["baseline_s"] = time.perf_counter() - t
+        out["baseline_rows"] = df.height
+        del df
+    out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out))
+
+
+def measure(path: Path, mode: str) -> dict:
+    res = subprocess.run([sys.executable, __file__, "--child", str(path), mode], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000000,2000000,4000000")
+    ap.add_argument("--dir", default=None)
+    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(*args.child)
+        return
+    base = Path(args.dir or tempfile.mkdtemp(prefix="gpu_bench_"))
+    print(f"{'rows':>9} {'MB':>6} {'ingest s':>9} {'rows/s':>11} {'peak RSS MiB':>13} {'read_csv s':>11} {'read_csv RSS':>13} {'ratio':>6}")
+    for size in (int(s) for s in args.sizes.split(",")):
+        folder = base / f"run_{size}"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "gpu_query.csv"
+        if not path.exists():
+            write_csv(path, size)
+        both = measure(path, "both")
+        ours = measure(path, "ingest")
+        floor = measure(path, "baseline")
+        assert both["rows"] == size and both["status"] == ["parsed"], both
+        mb = path.stat().st_size / 1e6
+        print(f"{size:>9} {mb:>6.0f} {ours['ingest_s']:>9.2f} {size / ours['ingest_s']:>11,.0f} {ours['peak_rss_mib']:>13,.0f} "
+              f"{both['baseline_s']:>11.2f} {floor['peak_rss_mib']:>13,.0f} {ours['ingest_s'] / both['baseline_s']:>6.1f}")
+
+
+if __name__ == "__main__":
+    main()
