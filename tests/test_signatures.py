@@ -566,6 +566,9 @@ EXTRA_LINES = [
     "Currently allocated     : 1.50 GiB",  # cuda_oom_detail (REC)
     "RuntimeError: NCCL Error 2: unhandled system error",  # torch nccl.cpp 1.x, OBS amdegroot/ssd.pytorch#577
     "RuntimeError: NCCL communicator was aborted on rank 2.  Original reason for failure was: [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1806151 milliseconds before timing out.",
+    "\tsize mismatch for model.embed_tokens.weight: copying a param with shape torch.Size([32001, 4096]) from checkpoint, the shape in current model is torch.Size([32000, 4096]).",
+    "Timeout (0:10:00)!",
+    'Thread 2893 (idle): "MainThread"',
 ]
 
 

@@ -7,7 +7,7 @@ from playbooks.base import Playbook, declare
 from playbooks.evidence import combine, detection, events, first_message
 from playbooks.model import Cause, Detection, Severity
 
-VOCAB_CODES: tuple[str, ...] = ()  # a vocab/embedding size-mismatch signature is still to be added
+VOCAB_CODES = ("embedding_size_mismatch",)
 PADDING_CODES = ("padding_side_warning",)
 LENGTH_CODES = ("sequence_length_warning",)
 

@@ -11,7 +11,7 @@ from playbooks.base import Playbook, Threshold, declare
 from playbooks.evidence import detection, events, first_message
 from playbooks.model import Cause, Detection, Onset, Severity
 
-DUMP_CODES = ("nccl_heartbeat_timeout", "nccl_watchdog_stuck", "dataloader_timeout")
+DUMP_CODES = ("nccl_heartbeat_timeout", "nccl_watchdog_stuck", "dataloader_timeout", "faulthandler_timeout", "py_spy_dump")
 ERROR_SEVERITIES = ("error",)
 
 PLAYBOOK = declare(
