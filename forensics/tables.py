@@ -227,6 +227,9 @@ def conform(name: str, table: pa.Table) -> pa.Table:
     for field in schema:
         if field.name in table.column_names:
             col = table.column(field.name)
+            if pa.types.is_dictionary(col.type) and any(c.dictionary.null_count for c in col.chunks):
+                # A null inside the dictionary (not as a null index) cannot be written to Parquet.
+                col = col.cast(col.type.value_type)
             if col.type != field.type:
                 if pa.types.is_dictionary(field.type) and not pa.types.is_dictionary(col.type):
                     col = col.cast(pa.string()).dictionary_encode().cast(field.type)
