@@ -37,7 +37,7 @@ def _load_run(run: Path, cache_dir: Path | None, use_cache: bool, quiet: bool):
     if use_cache:
         try:
             cache.save(result, target)
-        except OSError as exc:  # a read-only home must not stop the analysis
+        except Exception as exc:  # noqa: BLE001 - a cache that cannot be written (read-only home, odd data) must not stop the analysis
             if not quiet:
                 click.echo(f"forensics: cache not written ({exc})", err=True)
     return result
