@@ -74,3 +74,16 @@ def test_oom_foreign_process_from_compute_apps():
     assert "foreign_process" in [c.cause.id for c in f.causes]
     foreign = next(c for c in f.causes if c.cause.id == "foreign_process")
     assert any(e.file == "compute_apps.csv" and "2718281" in e.text for e in foreign.evidence)
+
+
+def test_gpu_missing_from_tables_counts_only_in_monitor_captures(tmp_path):
+    from tests.helpers import write_run
+    from tests.test_nvsmi_table import T325, T410
+
+    snaps = T325 * 3 + T410 * 3  # GPU 1 of the first tables is absent from the later ones
+    standalone = analyze(Context(ingest(write_run(tmp_path / "a", {"smi.txt": snaps}))))
+    fault = [f for f in standalone.findings if f.id == "gpu-hardware-fault"]
+    assert fault and any("GPU 1 missing from nvsmi_table (smi.txt)" in s for s in fault[0].facts["symptoms"])
+    # The same tables pasted into a training log may come from different containers: no finding.
+    pasted = analyze(Context(ingest(write_run(tmp_path / "b", {"train.log": "step 1 loss 2.0\n" + snaps}))))
+    assert not [f for f in pasted.findings if f.id == "gpu-hardware-fault"]

@@ -49,6 +49,11 @@ def _lost(ctx: Context, th: dict) -> list[tuple[str, str, pl.DataFrame]]:
         name = f"GPU {gpu}" if gpu is not None else f"GPU {bus}"
         out.append(("bus_or_power", f"{name}: nvidia-smi reports '{what}' ({part.height} time(s))", part))
     ok = g.filter(pl.col("fault").is_null() & pl.col("mig_device").is_null() & pl.col("gpu").is_not_null())
+    # Only monitoring printouts list every GPU each time; tables pasted into a log may come from
+    # containers that see different GPUs.
+    files = ctx.table("files")
+    in_logs = files.filter(pl.col("kind") == "text_log").get_column("file").to_list() if files.height else []
+    ok = ok.filter(~((pl.col("source") == "nvsmi_table") & pl.col("file").is_in(in_logs)))
     for (file, source), part in ok.group_by(["file", "source"], maintain_order=True):
         last = int(part.get_column("seq").max())
         per = part.group_by("gpu").agg(pl.col("seq").max().alias("last"), pl.len().alias("n"))
