@@ -1,0 +1,19 @@
+#!/bin/sh
+# Records the trace samples (torch.profiler / VizTracer on CPU) with /work/recvenv:
+# each folder gets the trace plus the run's stdout as train.log.
+set -e
+here=$(cd "$(dirname "$0")/.." && pwd)
+rec() {  # scenario folder
+    mkdir -p "$here/$2"
+    OMP_NUM_THREADS=1 /work/recvenv/bin/python "$here/_scripts/record_traces.py" "$1" "$here/$2" > "$here/$2/train.log" 2>&1
+    # VizTracer traces are mostly embedded source text (file_info): store them gzipped.
+    if [ -f "$here/$2/viztracer.json" ]; then gzip -9f "$here/$2/viztracer.json"; fi
+}
+rec dataloader-slow dataloader-bottleneck
+rec dataloader-light dataloader-bottleneck-nearmiss
+rec item-sync host-device-sync
+rec item-sync-rare host-device-sync-nearmiss
+rec healthy healthy-trace-profiler
+rec race autograd-race
+rec race-locked autograd-race-nearmiss
+rec viz-healthy healthy-trace-viztracer
