@@ -92,6 +92,11 @@ def _merge(pb: Playbook, detections: list[Detection]) -> Finding:
         ranks.update(r for r in d.ranks if r is not None)
         if d.onset.rank is not None:
             ranks.add(d.onset.rank)
+    for d in detections:
+        for cid, factor in d.discount.items():
+            pb.cause(cid)
+            if cid in causes:
+                causes[cid] *= factor
     severity = max((d.severity for d in detections if d.severity is not None), default=pb.severity)
     summary = first.summary if len(detections) == 1 else "; ".join(dict.fromkeys(d.summary for d in detections))
     return Finding(

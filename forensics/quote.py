@@ -9,7 +9,8 @@ from forensics.sources import make_source
 from playbooks.model import Evidence
 
 # Files whose `line` is a physical line (traces number events instead).
-TEXT_KINDS = ("text_log", "jsonl_metrics", "trainer_state", "nvsmi_query_csv", "nvsmi_dmon", "dcgm_dmon", "nvsmi_table")
+TEXT_KINDS = ("text_log", "jsonl_metrics", "trainer_state", "nvsmi_query_csv", "nvsmi_dmon", "dcgm_dmon", "nvsmi_table",
+              "nvsmi_query_text", "nvsmi_capture")
 MAX_QUOTE = 2000
 
 

@@ -89,3 +89,6 @@ class Detection:
     severity: Severity | None = None  # overrides the playbook's default when set
     facts: dict = field(default_factory=dict)  # the numbers behind the summary
     ranks: list[int] = field(default_factory=list)  # every rank that shows the problem
+    # cause id -> factor in [0, 1] applied after detections merge: evidence that makes a cause less
+    # likely (memory held by another process means the job's own demand is not what ran out).
+    discount: dict[str, float] = field(default_factory=dict)

@@ -36,7 +36,7 @@ PLAYBOOK = declare(
             Cause("foreign_process", "Another process holds memory on the same GPU",
                   verify="nvidia-smi --query-compute-apps=pid,used_memory --format=csv",
                   fix="Give the job exclusive GPUs (CUDA_VISIBLE_DEVICES, scheduler exclusivity); kill stray processes",
-                  prior=0.1),
+                  prior=0.15),
         ),
         verify="torch.cuda.memory_summary(); nvidia-smi --query-compute-apps=pid,used_memory --format=csv",
         fix="Reduce per-device memory: smaller batch with gradient accumulation, activation checkpointing, mixed precision, sharding",
@@ -96,8 +96,10 @@ def detect_oom_events(ctx: Context, th: dict) -> Detection | None:
     if frag is None and first["reserved"] is not None and first["alloc"] is not None:
         frag = max(first["reserved"] - first["alloc"], 0.0)  # old bracket form: reserved in total
     foreign = _foreign_mib(first["procs"])
+    foreign_fits = False
     if cap and foreign and foreign / cap >= th["foreign_share"]:
         causes["foreign_process"] = 1.0
+        foreign_fits = req is None or foreign >= req
     if cap and frag is not None and frag / cap >= th["fragmentation_share"]:
         causes["fragmentation"] = 0.9
     if req is not None and free is not None and (free == 0 or req / max(free, 1e-9) >= th["demand_share"]):
@@ -106,6 +108,9 @@ def detect_oom_events(ctx: Context, th: dict) -> Detection | None:
         causes["fragmentation"] = max(causes.get("fragmentation", 0.0), 0.7)
     if not causes:
         causes["demand_above_capacity"] = 0.5
+    if foreign_fits and "demand_above_capacity" in causes:
+        # The other processes hold more than was requested: without them the allocation fits.
+        causes["demand_above_capacity"] *= 0.25
     where = f" on rank {first['rank']}" if first["rank"] is not None else ""
     step = f" at step {first['step']}" if first["step"] is not None else ""
     gpu = f" (GPU {first['gpu']})" if first["gpu"] is not None else ""

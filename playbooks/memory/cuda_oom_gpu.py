@@ -19,7 +19,7 @@ PLAYBOOK.thresholds.setdefault("proc_lookback_s", Threshold(600, "how long (s) b
 def _oom_targets(ctx: Context, ev: pl.DataFrame, n_gpus: int) -> list[dict]:
     """For each OOM: the GPUs it may be on (the message's index, and the rank's local GPU), its time and sizes."""
     ev = ev.with_columns(field("gpu").cast(pl.Int32, strict=False).alias("_gpu"), size_mib(field("capacity")).alias("_cap"),
-                         size_mib(field("this_process")).alias("_own"))
+                         size_mib(field("this_process")).alias("_own"), size_mib(field("requested")).alias("_req"))
     out = []
     for row in ev.iter_rows(named=True):
         gpus = []
@@ -29,7 +29,7 @@ def _oom_targets(ctx: Context, ev: pl.DataFrame, n_gpus: int) -> list[dict]:
         if row.get("rank") is not None and n_gpus:
             gpus.append(int(row["rank"]) % n_gpus)
         t = row.get("ts") or S.time_of(ctx, row["file"], int(row["line"]))
-        out.append({"row": row, "gpus": list(dict.fromkeys(gpus)), "ts": t, "cap": row["_cap"], "own": row["_own"]})
+        out.append({"row": row, "gpus": list(dict.fromkeys(gpus)), "ts": t, "cap": row["_cap"], "own": row["_own"], "req": row["_req"]})
     return out
 
 
@@ -93,6 +93,8 @@ def detect_foreign_process(ctx: Context, th: dict) -> Detection | None:
                 evidence_count=len(ev_rows) + foreign.height,
                 causes={"foreign_process": 1.0},
                 cause_evidence={"foreign_process": proof},
+                # Without the other process the allocation would have fit: demand is not the cause.
+                discount={"demand_above_capacity": 0.25} if target.get("req") is None or held >= target["req"] else {},
                 confidence=0.9,
                 facts={"foreign_gpu": gpu, "foreign_pids": foreign.get_column("pid").to_list(), "foreign_mib_nvsmi": held},
             )
