@@ -50,6 +50,7 @@ def _split_bars(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
 
     Captured logs glue other output onto a bar state (`...2.26it/s, loss=nan][deepscale] OVERFLOW!`,
     `...it/s]{'loss': ...}`): the bar is read by the tqdm grammar, the rest by the other grammars.
+    A segment that ends with the bar's `]` is only a bar (the usual case) and is not cut.
     """
     bar_grammar = tqdm_grammar.GRAMMAR
     maybe = _needle_filter(df, bar_grammar.needles)
@@ -58,14 +59,39 @@ def _split_bars(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     bars = maybe.filter(pl.col("msg").str.contains(_MATCH[bar_grammar.name]))
     if bars.height == 0:
         return bars, df
-    cut = bars.select("_i", pl.col("msg").str.replace_all(tqdm_grammar.BAR, " ").str.strip_chars().alias("_rest"))
-    rest = (
-        df.join(cut, on="_i", how="left")
-        .with_columns(pl.coalesce("_rest", "msg").alias("msg"))
-        .drop("_rest")
-        .filter(pl.col("msg").str.len_bytes() > 0)
-    )
+    only_bar = bars.get_column("msg").str.ends_with("]")
+    glued = bars.filter(~only_bar).select("_i", pl.col("msg").str.replace_all(tqdm_grammar.BAR, " ").str.strip_chars().alias("_rest"))
+    rest = df.join(bars.filter(only_bar).select("_i"), on="_i", how="anti")
+    if glued.height:
+        rest = (
+            rest.join(glued, on="_i", how="left")
+            .with_columns(pl.coalesce("_rest", "msg").alias("msg"))
+            .drop("_rest")
+            .filter(pl.col("msg").str.len_bytes() > 0)
+        )
     return bars, rest
+
+
+def _bars_needed(bars: pl.DataFrame, df: pl.DataFrame) -> pl.DataFrame:
+    """The bar segments worth parsing: those with a postfix (`=`), and the ones steps.py may use as an
+    HF dict's step: the last before the dict on its line, the first of each of the two lines after,
+    the last of each of the two lines above (a long run redraws its bar far more often than it logs)."""
+    has_post = bars.get_column("msg").str.contains("=", literal=True)
+    dicts = df.filter(pl.col("msg").str.contains("{'", literal=True)).select("line", pl.col("seg").alias("_ds"))
+    if dicts.height == 0:
+        return bars.filter(has_post)
+    b = bars.select("_i", "line", "seg")
+    per_line = b.group_by("line").agg(pl.col("seg").min().alias("_first"), pl.col("seg").max().alias("_last"))
+    lines = dicts.get_column("line")
+    after = per_line.filter(pl.col("line").is_in(pl.concat([lines + 1, lines + 2]).implode())).select("line", pl.col("_first").alias("seg"))
+    above = per_line.filter(pl.col("line").is_in(pl.concat([lines - 1, lines - 2]).implode())).select("line", pl.col("_last").alias("seg"))
+    before = (
+        b.join(dicts, on="line").filter(pl.col("seg") <= pl.col("_ds"))
+        .group_by("line", "_ds").agg(pl.col("seg").max()).select("line", "seg")
+    )
+    keys = pl.concat([after, above, before]).unique()
+    context = b.join(keys, on=["line", "seg"], how="semi").get_column("_i")
+    return bars.filter(has_post | pl.col("_i").is_in(context.implode()))
 
 
 def extract(cand: pl.DataFrame, state: dict) -> pl.DataFrame:
@@ -75,10 +101,12 @@ def extract(cand: pl.DataFrame, state: dict) -> pl.DataFrame:
     df = cand.with_row_index("_i")
     parts: list[pl.DataFrame] = []
     bars, remaining = _split_bars(df)
+    bars = _bars_needed(bars, df) if bars.height else bars
     if bars.height:
-        parts.append(tqdm_grammar.extract(bars, state))
+        states = tqdm_grammar.bar_states(bars)
+        parts.append(tqdm_grammar.postfix_rows(states, state))
         # Bar states of undescribed bars: the step context of HF dicts (see steps.py).
-        parts.append(tqdm_grammar.hf_bar_rows(bars))
+        parts.append(tqdm_grammar.hf_bar_rows(states))
     for grammar in GRAMMARS:
         if remaining.height == 0:
             break

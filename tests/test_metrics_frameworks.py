@@ -203,3 +203,28 @@ def test_user_loop_set_postfix_with_carriage_returns(tmp_path):
     ]
     text = "\r".join(states) + "\n"
     assert rows(tmp_path, text) == [(1, "loss", 2.05), (2, "loss", NAN)]
+
+
+def test_memory_summary_and_profiler_footer(tmp_path):
+    # formats.md §4.2 rows [OBS] and the older KB/MB units; §4.1 footers [SRC]
+    text = (
+        "step 7 loss 2.5\n"
+        "|===========================================================================|\n"
+        "|                  PyTorch CUDA memory summary, device ID 0                 |\n"
+        "|---------------------------------------------------------------------------|\n"
+        "|            CUDA OOMs: 0            |        cudaMalloc retries: 3         |\n"
+        "|===========================================================================|\n"
+        "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |\n"
+        "|---------------------------------------------------------------------------|\n"
+        "| Allocated memory      | 184648 KiB | 192833 KiB | 258378 KiB |  73729 KiB |\n"
+        "|       from large pool | 184576 KiB | 192768 KiB | 254208 KiB |  69632 KiB |\n"
+        "| GPU reserved memory   |  146836 KB |    4261 MB |     847 GB |     840 GB |\n"
+        "Self CPU time total: 12.345ms\n"
+        "Self CUDA time total: 3.456s\n"
+    )
+    assert rows(tmp_path, text) == [
+        (7, "loss", 2.5),
+        (7, "cuda_ooms", 0.0), (7, "alloc_retries", 3.0),
+        (7, "mem_allocated_mib", 184648 / 1024), (7, "mem_max_mib", 192833 / 1024),
+        (7, "mem_reserved_mib", 146836 / 1024), (7, "mem_max_reserved_mib", 4261.0),
+        (7, "profiler_self_cpu_ms", 12.345), (7, "profiler_self_cuda_ms", 3.456 * 1000)]

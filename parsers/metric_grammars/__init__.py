@@ -19,6 +19,7 @@ from parsers.metric_grammars import (
     nanogpt,
     scalers,
     titan,
+    torch_memory,
 )
 from parsers.metric_grammars.common import Grammar
 
@@ -31,6 +32,7 @@ GRAMMARS: list[Grammar] = [
     nanogpt.GRAMMAR,
     fairseq.GRAMMAR,
     metriclogger.GRAMMAR,
+    torch_memory.GRAMMAR,
     generic.JSON_GRAMMAR,
     generic.KV_GRAMMAR,
 ]

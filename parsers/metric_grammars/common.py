@@ -53,18 +53,26 @@ CANONICAL: dict[str, str] = {
 
 
 def num(expr: pl.Expr) -> pl.Expr:
-    """Text -> float64. Keeps nan/inf spellings, drops quotes, `%`, thousands commas; anything else -> null."""
-    v = expr.str.strip_chars().str.strip_chars("'\"").str.strip_chars_end("%").str.strip_chars()
-    low = v.str.to_lowercase()
-    return (
-        pl.when(low.is_in(["nan", "-nan", "+nan"]))
-        .then(float("nan"))
-        .when(low.is_in(["inf", "+inf", "infinity", "+infinity"]))
-        .then(float("inf"))
-        .when(low.is_in(["-inf", "-infinity"]))
-        .then(float("-inf"))
-        .otherwise(v.str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False))
-    )
+    """Text -> float64. Drops surrounding spaces, quotes and `%`, and thousands commas; the cast itself
+    reads nan/inf/Infinity in any case and sign. Anything else -> null."""
+    v = expr.str.strip_chars(" \t'\"%").str.replace_all(",", "", literal=True)
+    return v.cast(pl.Float64, strict=False)
+
+
+def first_token(expr: pl.Expr) -> pl.Expr:
+    """The value before a space: `6.5993 (6.5971)` (current and running average) -> `6.5993`."""
+    return expr.str.strip_chars().str.split_exact(" ", 1).struct.field("field_0")
+
+
+def split_pairs(df: pl.DataFrame, text: pl.Expr, item_sep: str, kv_sep: str) -> pl.DataFrame:
+    """Literal-separator pairs (`a: 1 | b: 2`): one row per item with `key` and `val`, no regex.
+
+    Much cheaper than regex pairs for formats whose separators are fixed; items without `kv_sep`
+    get a null `val`.
+    """
+    items = df.with_columns(text.str.split(item_sep).alias("_kv")).explode("_kv")
+    kv = items.with_columns(pl.col("_kv").str.splitn(kv_sep, 2).struct.rename_fields(["key", "val"])).unnest("_kv")
+    return kv.with_columns(pl.col("key").str.strip_chars()).filter(pl.col("val").is_not_null())
 
 
 def snake(expr: pl.Expr) -> pl.Expr:
@@ -78,6 +86,14 @@ def canonical(expr: pl.Expr, extra: dict[str, str] | None = None) -> pl.Expr:
     if extra:
         mapping.update(extra)
     return snake(expr).replace(mapping)
+
+
+def canonical_of(df: pl.DataFrame, col: str, extra: dict[str, str] | None = None) -> pl.Expr:
+    """`canonical` of column `col`, computed once per distinct raw name (a log repeats a few names
+    millions of times) and applied as a lookup."""
+    uniq = df.get_column(col).unique().drop_nulls()
+    mapped = uniq.to_frame().select(canonical(pl.col(col), extra)).to_series()
+    return pl.col(col).replace_strict(dict(zip(uniq.to_list(), mapped.to_list(), strict=True)), default=None, return_dtype=pl.String)
 
 
 # Memory units -> MiB. `GB`/`MB` are read as binary units: DeepSpeed, Megatron and torch users print
@@ -119,15 +135,35 @@ def wide_to_rows(df: pl.DataFrame, columns: dict[str, pl.Expr], step: pl.Expr, s
     return shape(long, source)
 
 
+# For capturing inside a line its grammar already accepted: the plain character class is much cheaper
+# for the capture engine than NUM's alternations, and the float cast rejects anything that is not a number.
+NUM_FAST = r"(?:[-+]?[\d.]+(?:,\d{3})*(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|Infinity|infinity|inf|Inf|INF))"
+
+
+def groups(df: pl.DataFrame, pattern: str, text: pl.Expr | None = None) -> pl.DataFrame:
+    """`df` plus one column per named group of `pattern` (first match; null where it does not match).
+
+    One regex pass for all fields, instead of one `extract` per field; NUM is captured as NUM_FAST.
+    """
+    text = pl.col("msg") if text is None else text
+    return df.with_columns(text.str.extract_groups(pattern.replace(NUM, NUM_FAST)).alias("_g")).unnest("_g")
+
+
+# Inside a string already matched with NUM, any run of number characters is the number: splitting a
+# match into its groups with this instead of NUM is several times cheaper (NUM's alternations cost).
+NUM_LOOSE = r"[-+]?[\w.,+-]+?"
+
+
 def pairs(df: pl.DataFrame, pattern: str, text: pl.Expr | None = None) -> pl.DataFrame:
     """Explode every match of `pattern` (groups `key`, `val`, optional others) into one row per pair.
 
-    Returns the columns of `df` plus the pattern's named groups; `_pos` numbers the pairs of a line.
+    Returns the columns of `df` plus the pattern's named groups. Matches are found with the strict
+    pattern, then split into groups with its loose twin anchored on the whole match.
     """
     text = pl.col("msg") if text is None else text
     exploded = df.with_columns(text.str.extract_all(pattern).alias("_kv")).explode("_kv").filter(pl.col("_kv").is_not_null())
-    exploded = exploded.with_columns(pl.int_range(pl.len()).over("_i").alias("_pos"))
-    return exploded.with_columns(pl.col("_kv").str.extract_groups(pattern)).unnest("_kv")
+    splitter = "^(?:" + pattern.replace(NUM, NUM_LOOSE) + ")$"
+    return exploded.with_columns(pl.col("_kv").str.extract_groups(splitter)).unnest("_kv")
 
 
 @dataclass(frozen=True)

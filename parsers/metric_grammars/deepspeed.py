@@ -14,7 +14,17 @@ from __future__ import annotations
 
 import polars as pl
 
-from parsers.metric_grammars.common import NUM, Grammar, empty_rows, num, pairs, shape, wide_to_rows
+from parsers.metric_grammars.common import (
+    NUM,
+    Grammar,
+    empty_rows,
+    groups,
+    num,
+    pairs,
+    shape,
+    split_pairs,
+    wide_to_rows,
+)
 
 STEP = r"\bstep=(?P<step>\d+), skipped=(?P<skipped>\d+), lr=\[(?P<lr>[^\],]*)"
 TIMER = (
@@ -32,66 +42,75 @@ WALL_MEM = {"mem_allocated": "mem_allocated_mib", "max_mem_allocated": "mem_max_
 MATCH = "|".join([STEP, TIMER, VM, WALL, SEE_MEM, CPU_MEM, PIPE])
 
 
-def _g(pattern: str, name: str) -> pl.Expr:
-    return pl.col("msg").str.extract_groups(pattern).struct.field(name)
+def _int(name: str) -> pl.Expr:
+    return pl.col(name).cast(pl.Int64, strict=False)
 
 
 def _step(df: pl.DataFrame) -> pl.DataFrame:
-    return wide_to_rows(df, {"skipped_steps_total": num(_g(STEP, "skipped")), "lr": num(_g(STEP, "lr"))},
-                        _g(STEP, "step").cast(pl.Int64, strict=False), "deepspeed")
+    g = groups(df, STEP)
+    return wide_to_rows(g, {"skipped_steps_total": num(pl.col("skipped")), "lr": num(pl.col("lr"))}, _int("step"), "deepspeed")
 
 
 def _timer(df: pl.DataFrame) -> pl.DataFrame:
+    g = groups(df, TIMER)
     cols = {
-        "samples_per_s": num(pl.coalesce(_g(TIMER, "cur"), _g(TIMER, "sps"))),
-        "samples_per_s_avg": num(_g(TIMER, "avg")),
-        "mem_allocated_mib": num(_g(TIMER, "ma")) * 1024,
-        "mem_max_mib": num(_g(TIMER, "mma")) * 1024,
+        "samples_per_s": num(pl.coalesce("cur", "sps")),
+        "samples_per_s_avg": num(pl.col("avg")),
+        "mem_allocated_mib": num(pl.col("ma")) * 1024,
+        "mem_max_mib": num(pl.col("mma")) * 1024,
     }
-    step = pl.coalesce(_g(TIMER, "gstep"), _g(TIMER, "ostep")).cast(pl.Int64, strict=False)
-    return wide_to_rows(df, cols, step, "deepspeed_timer")
+    return wide_to_rows(g, cols, pl.coalesce("gstep", "ostep").cast(pl.Int64, strict=False), "deepspeed_timer")
 
 
 def _vm(df: pl.DataFrame) -> pl.DataFrame:
-    return wide_to_rows(df, {"host_mem_pct": num(_g(VM, "vm")), "swap_pct": num(_g(VM, "swap"))},
-                        _g(VM, "vstep").cast(pl.Int64, strict=False), "deepspeed_timer")
+    g = groups(df, VM)
+    return wide_to_rows(g, {"host_mem_pct": num(pl.col("vm")), "swap_pct": num(pl.col("swap"))}, _int("vstep"), "deepspeed_timer")
 
 
 def _wall(df: pl.DataFrame) -> pl.DataFrame:
-    kv = pairs(df, rf"(?P<key>\w[\w.]*): (?P<val>{NUM})(?P<unit> GB)?")
-    mem = pl.col("key").str.to_lowercase().replace(WALL_MEM)
-    name = pl.when(pl.col("unit").is_not_null()).then(mem).otherwise(
-        pl.lit("time_") + pl.col("key").str.to_lowercase() + "_ms")
-    value = pl.when(pl.col("unit").is_not_null()).then(num(pl.col("val")) * 1024).otherwise(num(pl.col("val")))
+    # ` | name: 12.34` items (the first item is `time (ms)`); memory items end in ` GB`.
+    kv = split_pairs(df, pl.col("msg"), " | ", ": ")
+    gb = pl.col("val").str.ends_with(" GB")
+    keys = kv.get_column("key").unique().drop_nulls().to_list()
+    time_names = {k: f"time_{k.lower()}_ms" for k in keys}
+    mem_names = {k: WALL_MEM.get(k.lower(), f"{k.lower()}_mib") for k in keys}
+    name = pl.when(gb).then(pl.col("key").replace_strict(mem_names)).otherwise(pl.col("key").replace_strict(time_names))
+    raw = num(pl.col("val").str.strip_suffix(" GB"))
+    value = pl.when(gb).then(raw * 1024).otherwise(raw)
     rows = kv.select("_i", pl.lit(None, pl.Int64).alias("step"), name.alias("name"), value.alias("value"))
     return shape(rows, "deepspeed_wall_clock")
 
 
 def _see_mem(df: pl.DataFrame) -> pl.DataFrame:
+    g = groups(df, SEE_MEM)
     cols = {
-        "mem_allocated_mib": num(_g(SEE_MEM, "ma")) * 1024,
-        "mem_max_mib": num(_g(SEE_MEM, "mma")) * 1024,
-        "mem_reserved_mib": num(_g(SEE_MEM, "ca")) * 1024,
-        "mem_max_reserved_mib": num(_g(SEE_MEM, "mca")) * 1024,
+        "mem_allocated_mib": num(pl.col("ma")) * 1024,
+        "mem_max_mib": num(pl.col("mma")) * 1024,
+        "mem_reserved_mib": num(pl.col("ca")) * 1024,
+        "mem_max_reserved_mib": num(pl.col("mca")) * 1024,
     }
-    return wide_to_rows(df, cols, pl.lit(None, pl.Int64), "deepspeed_memory")
+    return wide_to_rows(g, cols, pl.lit(None, pl.Int64), "deepspeed_memory")
 
 
 def _cpu_mem(df: pl.DataFrame) -> pl.DataFrame:
-    cols = {"host_mem_used_mib": num(_g(CPU_MEM, "used")) * 1024, "host_mem_pct": num(_g(CPU_MEM, "pct"))}
-    return wide_to_rows(df, cols, pl.lit(None, pl.Int64), "deepspeed_memory")
+    g = groups(df, CPU_MEM)
+    cols = {"host_mem_used_mib": num(pl.col("used")) * 1024, "host_mem_pct": num(pl.col("pct"))}
+    return wide_to_rows(g, cols, pl.lit(None, pl.Int64), "deepspeed_memory")
 
 
 def _pipe(df: pl.DataFrame) -> pl.DataFrame:
+    g = groups(df, PIPE).with_columns(_int("step").alias("step"))
     cols = {
-        "loss": num(_g(PIPE, "loss")),
-        "step_time_ms": num(_g(PIPE, "it")) * 1000,
-        "samples_per_s": num(_g(PIPE, "sps")),
+        "loss": num(pl.col("loss")),
+        "step_time_ms": num(pl.col("it")) * 1000,
+        "samples_per_s": num(pl.col("sps")),
     }
-    main = wide_to_rows(df, cols, _g(PIPE, "step").cast(pl.Int64, strict=False), "deepspeed_pipe")
+    main = wide_to_rows(g, cols, pl.col("step"), "deepspeed_pipe")
     # Optional extra losses between the loss and the timing: `{loss_name}: {value:0.4f} `.
-    extra = pairs(df.with_columns(_g(PIPE, "step").cast(pl.Int64, strict=False).alias("step")),
-                  rf"(?P<key>[\w./-]+): (?P<val>{NUM}) ", _g(PIPE, "extra") + " ")
+    with_extra = g.filter(pl.col("extra").str.len_bytes() > 0).drop("loss", "it", "sps")
+    if with_extra.height == 0:
+        return main
+    extra = pairs(with_extra, rf"(?P<key>[\w./-]+): (?P<val>{NUM}) ", pl.col("extra") + " ")
     extra_rows = extra.select("_i", "step", pl.col("key").str.to_lowercase().alias("name"), num(pl.col("val")).alias("value"))
     return pl.concat([main, shape(extra_rows, "deepspeed_pipe")])
 

@@ -19,11 +19,14 @@ from parsers.metric_grammars.common import (
     NUM,
     Grammar,
     canonical,
+    canonical_of,
     empty_rows,
+    first_token,
     num,
     pairs,
     scale_by_unit,
     shape,
+    split_pairs,
 )
 
 PROGRESS = r"^\|?\s*epoch (?P<ep>\d+)(?P<mid>.*?):?\s+(?P<i>\d+) / (?P<n>\d+) (?P<rest>.*\S=.*)$"
@@ -58,9 +61,11 @@ def _progress(df: pl.DataFrame) -> pl.DataFrame:
         g.struct.field("mid").str.contains("valid on").alias("_valid"),
         g.struct.field("rest").alias("_rest"),
     )
-    kv = pairs(base, rf"(?P<key>[\w/]+)=(?P<val>{NUM})(?P<pct>%)?", pl.col("_rest"))
-    name = canonical(pl.col("key"), NAMES)
-    value = pl.when(pl.col("key") == "gb_free").then(num(pl.col("val")) * 1024).otherwise(num(pl.col("val")))
+    # `loss=9.255, ppl=611.12, ...` (old: `loss=1.27 (1.50)`: current value, then the running average)
+    kv = split_pairs(base, pl.col("_rest"), ", ", "=")
+    name = canonical_of(kv, "key", NAMES)
+    raw = num(first_token(pl.col("val")))
+    value = pl.when(pl.col("key") == "gb_free").then(raw * 1024).otherwise(raw)
     rows = kv.filter(pl.col("key") != "num_updates").select(
         "_i", "step",
         pl.when(pl.col("_valid")).then(pl.lit("eval_") + name).otherwise(name).alias("name"),

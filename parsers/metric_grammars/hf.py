@@ -11,21 +11,21 @@ from __future__ import annotations
 
 import polars as pl
 
-from parsers.metric_grammars.common import Grammar, canonical, num, pairs, shape
+from parsers.metric_grammars.common import Grammar, canonical_of, num, shape, split_pairs
 
 # A dict repr that is a Trainer log: it starts with a known first key or holds the `epoch` key HF adds.
 MATCH = r"\{'(?:loss|eval_[\w/.-]*|train_runtime|learning_rate|grad_norm)': |\{'[^{}]*'epoch': [^{}]*\}"
-PAIR = r"'(?P<key>[^'\n]+)': (?P<val>'[^']*'|\"[^\"]*\"|[-+\w.]+)"
 
 
 def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     """Every numeric key of the dict; the step is filled later from the progress bar."""
-    body = pl.col("msg").str.extract(r"(\{'.*\})", 1)
-    kv = pairs(df, PAIR, body)
+    # `{'k': v, 'k2': v2}` -> items split on the literal `, '`, then key/value on `': `.
+    body = pl.col("msg").str.extract(r"\{'(.*)\}", 1)
+    kv = split_pairs(df, body, ", '", "': ").with_columns(pl.col("key").str.strip_chars("'"))
     out = kv.select(
         "_i",
         pl.lit(None, pl.Int64).alias("step"),
-        canonical(pl.col("key")).alias("name"),
+        canonical_of(kv, "key").alias("name"),
         num(pl.col("val")).alias("value"),
     )
     return shape(out, "hf_dict")

@@ -12,7 +12,17 @@ from __future__ import annotations
 
 import polars as pl
 
-from parsers.metric_grammars.common import NUM, Grammar, canonical, empty_rows, num, pairs, shape
+from parsers.metric_grammars.common import (
+    NUM,
+    Grammar,
+    canonical,
+    canonical_of,
+    empty_rows,
+    num,
+    pairs,
+    shape,
+    split_pairs,
+)
 
 TRAIN = r"\biteration\s+(?P<it>\d+)/\s*(?P<total>\d+)\s*\|"
 VALID = r"\bvalidation(?:-\S+)? loss at (?:iteration (?P<vit>\d+)|[^|]*?)(?P<set> on (?:validation|test) set)?\s*\|"
@@ -21,8 +31,6 @@ MEMORY = r"\(after (?P<mit>\d+) iterations\) memory \(MB\)"
 TIMER = r"^\s*(?P<tname>[\w.-][\w .-]*?) \.{3,}: (?:\((?P<tmin>[\d.]+), (?P<tmax>[\d.]+)\)|(?P<tone>[\d.]+))\s*$"
 MATCH = "|".join([TRAIN, VALID, MEMORY, TIMER])
 
-# Each field is printed as ` key: value |`; the `|` is consumed so the next key starts after it.
-FIELD = rf"(?P<key>[A-Za-z][\w /().,-]*?):\s*(?P<val>{NUM})\s*\|"
 NAMES = {
     "lm_loss": "loss",
     "learning_rate": "lr",
@@ -41,10 +49,10 @@ MEM_NAMES = {"allocated": "mem_allocated_mib", "max allocated": "mem_max_mib", "
 
 
 def _train(df: pl.DataFrame) -> pl.DataFrame:
-    step = pl.col("msg").str.extract(TRAIN, 1).cast(pl.Int64, strict=False)
-    body = pl.col("msg").str.replace(r"^.*?\biteration\s+\d+/\s*\d+\s*", "")
-    kv = pairs(df.with_columns(step.alias("step")), FIELD, body)
-    rows = kv.select("_i", "step", canonical(pl.col("key"), NAMES).alias("name"), num(pl.col("val")).alias("value"))
+    step = pl.col("msg").str.extract(r"\biteration\s+(\d+)/", 1).cast(pl.Int64, strict=False)
+    # Fields are ` key: value |`: split on the literal separators (the first item is `[ts] iteration N/M`).
+    kv = split_pairs(df.with_columns(step.alias("step")), pl.col("msg"), "|", ":")
+    rows = kv.select("_i", "step", canonical_of(kv, "key", NAMES).alias("name"), num(pl.col("val")).alias("value"))
     # The loss field vanishes when its interval average was NaN; say so unless skipped iterations explain it.
     has_loss = rows.group_by("_i").agg(
         pl.col("name").str.contains(r"(?:^|_)loss$").any().alias("has_loss"),

@@ -15,7 +15,17 @@ from __future__ import annotations
 
 import polars as pl
 
-from parsers.metric_grammars.common import NUM, Grammar, canonical, empty_rows, num, pairs, shape
+from parsers.metric_grammars.common import (
+    NUM,
+    Grammar,
+    canonical_of,
+    empty_rows,
+    first_token,
+    num,
+    pairs,
+    shape,
+    split_pairs,
+)
 
 ML = r"^(?P<header>.*?)\s*\[\s*(?P<i>\d+)/(?P<n>\d+)\]\s+eta: \S+"
 MM = r"(?:^|\s)(?P<kind>Epoch|Iter)\((?P<mode>train|val|test)\)\s*\[\s*(?P<a>\d+)(?:/\d+)?\](?:\[\s*(?P<b>\d+)/(?P<bn>\d+)\])?"
@@ -26,13 +36,17 @@ NAMES = {"time": "step_time_ms", "iter_time": "step_time_ms", "batch_time": "ste
          "data_time": "data_time_ms", "max_mem": "mem_max_mib", "memory": "mem_max_mib", "wd": "weight_decay"}
 
 
-def _rows(base: pl.DataFrame, text: pl.Expr, source: str) -> pl.DataFrame:
-    kv = pairs(base, rf"(?P<key>[A-Za-z][\w/.-]*(?: [A-Za-z][\w/.-]*)?): (?P<val>{NUM})(?: \((?P<avg>{NUM})\))?", text)
+def _rows(base: pl.DataFrame, text: pl.Expr, source: str, two_spaces: bool) -> pl.DataFrame:
+    if two_spaces:
+        # MetricLogger joins `name: median (global_avg)` meters with two spaces.
+        kv = split_pairs(base, text, "  ", ": ")
+    else:
+        kv = pairs(base, rf"(?P<key>[A-Za-z][\w/.-]*(?: [A-Za-z][\w/.-]*)?): (?P<val>{NUM})(?: \((?P<avg>{NUM})\))?", text)
     kv = kv.filter(pl.col("key") != "eta")
-    raw = num(pl.col("val"))
+    raw = num(first_token(pl.col("val")))
     key = pl.col("key").str.to_lowercase().str.replace_all(" ", "_")
     value = pl.when(key.is_in(list(SECONDS))).then(raw * 1000.0).otherwise(raw)
-    name = canonical(pl.col("key"), NAMES)
+    name = canonical_of(kv, "key", NAMES)
     rows = kv.select("_i", "step", (pl.col("_pre") + name).alias("name"), value.alias("value"))
     return shape(rows, source)
 
@@ -49,7 +63,7 @@ def _metriclogger(df: pl.DataFrame) -> pl.DataFrame:
         pl.when(is_test).then(pl.lit("eval_")).otherwise(pl.lit("")).alias("_pre"),
     )
     text = pl.col("msg").str.replace(r"^.*?eta: \S+(?:\s+days?,\s+\S+)?", "")
-    return _rows(base, text, "metriclogger")
+    return _rows(base, text, "metriclogger", two_spaces=True)
 
 
 def _mmengine(df: pl.DataFrame) -> pl.DataFrame:
@@ -65,7 +79,7 @@ def _mmengine(df: pl.DataFrame) -> pl.DataFrame:
         pl.when(train).then(pl.lit("")).otherwise(pl.lit("eval_")).alias("_pre"),
     )
     text = pl.col("msg").str.replace(r"^.*?" + MM, "").str.replace(r"eta: \S+(?:\s+days?,\s+\S+)?", "")
-    return _rows(base, text, "mmengine")
+    return _rows(base, text, "mmengine", two_spaces=False)
 
 
 def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:

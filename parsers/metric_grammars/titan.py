@@ -10,34 +10,37 @@ from __future__ import annotations
 
 import polars as pl
 
-from parsers.metric_grammars.common import NUM, Grammar, num, shape, wide_to_rows
+from parsers.metric_grammars.common import NUM, Grammar, groups, num, shape
 
 MATCH = rf"^(?P<val>validate )?step:\s*(?P<step>\d+)\s+loss:\s*(?P<loss>{NUM})"
-
-
-def _field(name: str, pattern: str) -> pl.Expr:
-    return num(pl.col("msg").str.extract(rf"\b{name}:\s*(?P<v>{pattern})", 1))
+# Inside a line MATCH accepted, a plain number class is enough (the cast rejects anything odd), and it
+# keeps the one-pass capture cheap.
+F = r"(?:[-+]?[\d.]+(?:,\d{3})*(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf))"
+FIELDS = (
+    rf"^(?P<v>validate )?step:\s*(?P<step>\d+)\s+loss:\s*(?P<loss>{F})(?:\s+grad_norm:\s*(?P<gn>{F}))?"
+    rf"(?:\s+memory:\s*(?P<mem>{F})GiB\((?P<mempct>{F})%\))?(?:\s+(?:tps|wps):\s*(?P<tps>{F}))?"
+    rf"(?:\s+tflops:\s*(?P<tflops>{F}))?(?:\s+mfu:\s*(?:(?P<mfu>{F})%|N/A))?"
+)
 
 
 def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
-    """Fixed fields; validation lines get `eval_` names."""
-    cols = {
-        "loss": _field("loss", NUM),
-        "grad_norm": _field("grad_norm", NUM),
-        "mem_max_reserved_mib": num(pl.col("msg").str.extract(rf"\bmemory:\s*({NUM})GiB", 1)) * 1024,
-        "mem_max_reserved_pct": num(pl.col("msg").str.extract(rf"\bmemory:\s*{NUM}GiB\(({NUM})%\)", 1)),
-        "tokens_per_s": num(pl.coalesce(pl.col("msg").str.extract(rf"\btps:\s*({NUM})", 1),
-                                        pl.col("msg").str.extract(rf"\bwps:\s*({NUM})", 1))),
-        "tflops": _field("tflops", NUM),
-        "mfu": num(pl.col("msg").str.extract(rf"\bmfu:\s*({NUM})%", 1)),
-    }
-    step = pl.col("msg").str.extract(MATCH, 2).cast(pl.Int64, strict=False)
-    rows = wide_to_rows(df, cols, step, "torchtitan")
-    is_val = df.select("_i", pl.col("msg").str.starts_with("validate ").alias("_v"))
-    rows = rows.join(is_val, on="_i", how="left").with_columns(
-        pl.when(pl.col("_v")).then(pl.lit("eval_") + pl.col("name")).otherwise(pl.col("name")).alias("name")
+    """All fields in one capture pass; validation lines get `eval_` names."""
+    g = groups(df, FIELDS)
+    wide = g.select(
+        "_i",
+        pl.col("step").cast(pl.Int64, strict=False),
+        pl.col("v").is_not_null().alias("_val"),
+        num(pl.col("loss")).alias("loss"),
+        num(pl.col("gn")).alias("grad_norm"),
+        (num(pl.col("mem")) * 1024).alias("mem_max_reserved_mib"),
+        num(pl.col("mempct")).alias("mem_max_reserved_pct"),
+        num(pl.col("tps")).alias("tokens_per_s"),
+        num(pl.col("tflops")).alias("tflops"),
+        num(pl.col("mfu")).alias("mfu"),
     )
-    return shape(rows, "torchtitan")
+    long = wide.unpivot(index=["_i", "step", "_val"], variable_name="name", value_name="value").sort("_i", maintain_order=True)
+    long = long.with_columns(pl.when(pl.col("_val")).then(pl.lit("eval_") + pl.col("name")).otherwise(pl.col("name")).alias("name"))
+    return shape(long, "torchtitan")
 
 
 GRAMMAR = Grammar("torchtitan", ("loss",), MATCH, extract)

@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import polars as pl
 
-from parsers.metric_grammars.common import NUM, ROW_SCHEMA, Grammar, canonical, empty_rows, num
+from parsers.metric_grammars.common import ROW_SCHEMA, Grammar, canonical_of, empty_rows, num, split_pairs
 
 BAR = (
     r"(?P<desc>(?:\[[^\]\r]*\]:?\s*)?[^\]\[|%\r]*?)(?:(?P<pct>\d{1,3})%(?:\|[^|\]]*\||\s)\s*(?P<n>\d+)/(?P<total>\d+)|(?P<n2>\d+)(?:it|\s?[a-z]+)?)"
     r"\s*\[(?P<el>[\d:]+)(?:<[\d:?]+)?,\s*(?P<rate>[^,\]]*?(?:it/s|s/it|/s|s/[a-z]+))(?P<post>(?:, [^\]]*)?)\]"
 )
 MATCH = r"(?:\d%(?:\|[^|\]]*\||\s)\s*\d+/\d+|\d+(?:it|\s?[a-z]+)?)\s*\[[\d:]+(?:<[\d:?]+)?,\s*[^,\]]*?(?:it/s|s/it|/s|s/[a-z]+)"
-POSTFIX_PAIR = rf"(?:^|, )(?P<key>[^=,\s][^=,]*?)=(?P<val>\s*(?:tensor\()?(?:{NUM}))"
 POSTFIX_NAMES = {
     "train_loss": "loss",
     "train_loss_step": "loss",
@@ -49,16 +48,26 @@ SKIP = ["v_num", "batch_idx", "num_updates", "step", "global_step", "steps", "sp
 BAR_NAME = "_bar"
 
 
+# The `[elapsed<remaining, ` / `[elapsed, ` token that opens every bar state's bracket: counting it
+# tells segments holding one state (the usual case once `\r` split the redraws) from glued ones.
+_OPEN = r"\[[\d:]+(?:<[\d:?]+)?,"
+
+
 def bar_states(df: pl.DataFrame) -> pl.DataFrame:
-    """One row per bar state (several per segment when `\\r` was lost): _i, _b (order), desc, n, total, post."""
-    states = (
-        df.select("_i", "rank", pl.col("msg").str.extract_all(BAR).alias("_s"))
-        .explode("_s")
-        .filter(pl.col("_s").is_not_null())
-        .with_columns(pl.col("_s").str.extract_groups(BAR))
-        .unnest("_s")
-        .with_row_index("_b")
-    )
+    """One row per bar state (several per segment when `\\r` was lost): _i, _b (order), rank, desc, n, total, post."""
+    many = df.get_column("msg").str.count_matches(_OPEN) > 1
+    parts = [df.filter(~many).select("_i", "rank", pl.col("msg").str.extract_groups(BAR).alias("_s")).unnest("_s")]
+    if many.any():
+        glued = (
+            df.filter(many)
+            .select("_i", "rank", pl.col("msg").str.extract_all(BAR).alias("_s"))
+            .explode("_s")
+            .filter(pl.col("_s").is_not_null())
+            .select("_i", "rank", pl.col("_s").str.extract_groups(BAR))
+            .unnest("_s")
+        )
+        parts.append(glued)
+    states = pl.concat(parts, how="diagonal_relaxed").filter(pl.col("el").is_not_null()).sort("_i", maintain_order=True).with_row_index("_b")
     return states.select(
         "_i", "_b", "rank",
         pl.col("desc").str.strip_chars().str.strip_chars_end(":").str.strip_chars().alias("desc"),
@@ -68,19 +77,14 @@ def bar_states(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _postfix_rows(states: pl.DataFrame, state: dict) -> pl.DataFrame:
+def postfix_rows(states: pl.DataFrame, state: dict) -> pl.DataFrame:
+    """Metric rows of the postfixes of `bar_states`, deduplicated across redraws (see module doc)."""
     # A state at n=0 has done nothing yet: its postfix is what the previous bar (epoch) left there.
     with_post = states.filter((pl.col("post").str.len_chars() > 0) & (pl.col("n") > 0))
     if with_post.height == 0:
         return empty_rows()
-    kv = (
-        with_post.with_columns(pl.col("post").str.extract_all(POSTFIX_PAIR).alias("_kv"))
-        .explode("_kv")
-        .filter(pl.col("_kv").is_not_null())
-        .with_columns(pl.col("_kv").str.extract_groups(POSTFIX_PAIR))
-        .unnest("_kv")
-        .with_columns(pl.col("key").str.strip_chars())
-    )
+    # `, k=v, k=v` (tqdm joins set_postfix items with ", " and "=")
+    kv = split_pairs(with_post, pl.col("post").str.strip_prefix(", "), ", ", "=")
     step_key = (
         kv.filter(pl.col("key").is_in(["num_updates", "step", "global_step", "steps"]))
         .group_by("_b").agg(num(pl.col("val")).first().cast(pl.Int64, strict=False).alias("_ps"))
@@ -92,13 +96,13 @@ def _postfix_rows(states: pl.DataFrame, state: dict) -> pl.DataFrame:
     )
     # Lightning <= 1.9 adds a running-mean `loss` beside the logged `train_loss`: when a state holds
     # another key that means the loss, the bare `loss` is that running mean and is named `loss_avg`.
-    name = canonical(pl.col("key"), POSTFIX_NAMES)
+    name = canonical_of(kv, "key", POSTFIX_NAMES)
     other_loss = ((name == "loss") & (pl.col("key") != "loss")).any().over("_b")
     name = pl.when((pl.col("key") == "loss") & other_loss).then(pl.lit("loss_avg")).otherwise(name)
     rows = kv.filter(~pl.col("key").str.to_lowercase().is_in(SKIP)).select(
         "_i", "_b", "rank", "_dk", "step",
         name.alias("name"),
-        num(pl.col("val").str.replace(r"tensor\(", "")).alias("value"),
+        num(pl.col("val").str.strip_prefix("tensor(").str.strip_suffix(")")).alias("value"),
     ).filter(pl.col("value").is_not_null())
     return _dedupe(rows.sort("_b"), state)
 
@@ -126,12 +130,12 @@ def _dedupe(rows: pl.DataFrame, state: dict) -> pl.DataFrame:
 
 def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     """Postfix metrics of the claimed bar lines."""
-    return _postfix_rows(bar_states(df), state)
+    return postfix_rows(bar_states(df), state)
 
 
-def hf_bar_rows(df: pl.DataFrame) -> pl.DataFrame:
-    """Internal `_bar` rows (undescribed bars with a total) for any candidate line, claimed or not."""
-    states = bar_states(df).filter((pl.col("desc") == "") & pl.col("total").is_not_null())
+def hf_bar_rows(states: pl.DataFrame) -> pl.DataFrame:
+    """Internal `_bar` rows (undescribed bars with a total), from `bar_states` of any candidate line."""
+    states = states.filter((pl.col("desc") == "") & pl.col("total").is_not_null())
     return states.select(
         "_i", pl.col("n").alias("step"), pl.lit(BAR_NAME).alias("name"), pl.col("_b").cast(pl.Float64).alias("value"),
         pl.lit("tqdm_bar").alias("source"),
