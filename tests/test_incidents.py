@@ -1,0 +1,84 @@
+"""Real incidents (logs pasted in public GitHub issues) through ingest + analyze: the root cause a skilled
+engineer names, the first cause where the thread makes it clear, and silence on near misses.
+
+Each `[[incident]]` of tests/recordings/incidents/INCIDENTS.toml is a run folder under that directory
+(`name`), or a list of `files` reused from another recordings folder (copied into a temporary run).
+Keys: `root` (playbook id of the first finding above info), `first_cause` (its first-ranked cause id),
+`fires` / `not_fire` (playbook ids above info), `quiet` (no finding above info at all), `max_severity`
+(no finding above it: an OOM the program caught and recovered from), `onset_rank`, `evidence` (`file:line`
+that the root finding quotes).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from forensics.context import Context
+from forensics.engine import Analysis, analyze
+from forensics.ingest import ingest
+from playbooks.model import Severity
+from tests.conftest import ROOT
+
+INCIDENTS = ROOT / "tests" / "recordings" / "incidents"
+CASES = tomllib.loads((INCIDENTS / "INCIDENTS.toml").read_text(encoding="utf-8"))["incident"]
+
+
+def run_folder(case: dict, tmp_path: Path) -> Path:
+    """The incident's run folder (its own, or a temporary one holding the reused files)."""
+    if "files" not in case:
+        return INCIDENTS / case["name"]
+    root = tmp_path / case["name"]
+    root.mkdir()
+    for rel in case["files"]:
+        shutil.copy(INCIDENTS / rel, root / Path(rel).name)
+    return root
+
+
+def analysis(case: dict, tmp_path: Path) -> Analysis:
+    return analyze(Context(ingest(run_folder(case, tmp_path))))
+
+
+def describe(a: Analysis) -> list[tuple]:
+    return [(f.id, f.severity.label, [c.cause.id for c in f.causes][:2], f.summary[:100]) for f in a.findings]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_incident(case: dict, tmp_path: Path):
+    a = analysis(case, tmp_path)
+    assert not a.errored, a.errored
+    problems = [f for f in a.findings if f.severity > Severity.INFO]
+    fired = {f.id for f in problems}
+    if case.get("quiet"):
+        assert not problems, describe(a)
+    if "max_severity" in case:
+        assert all(f.severity <= Severity.parse(case["max_severity"]) for f in a.findings), describe(a)
+    for pid in case.get("not_fire", []):
+        assert pid not in fired, describe(a)
+    for pid in case.get("fires", []):
+        assert pid in fired, describe(a)
+    if "root" in case:
+        assert problems and problems[0].id == case["root"], describe(a)
+        top = problems[0]
+        assert top.root_cause
+        if "first_cause" in case:
+            assert top.causes and top.causes[0].cause.id == case["first_cause"], [(c.cause.id, c.likelihood) for c in top.causes]
+        if "onset_rank" in case:
+            assert top.onset.rank == case["onset_rank"], top.onset
+        for ref in case.get("evidence", []):
+            assert ref in {f"{e.file}:{e.line}" for e in top.evidence}, (ref, [(e.file, e.line) for e in top.evidence])
+
+
+def test_every_incident_has_a_source_and_a_verdict():
+    names = [c["name"] for c in CASES]
+    assert len(names) == len(set(names))
+    for c in CASES:
+        assert c["url"].startswith("https://github.com/"), c["name"]
+        assert ("root" in c) != bool(c.get("quiet") or c.get("max_severity")) or c.get("not_fire"), c["name"]
+        if "files" not in c:
+            assert (INCIDENTS / c["name"]).is_dir(), c["name"]
+    folders = {p.name for p in INCIDENTS.iterdir() if p.is_dir()}
+    assert folders <= set(names), folders - set(names)
