@@ -60,18 +60,30 @@ def _decode(block: bytes, stats: ReadStats) -> str:
     return text
 
 
-def _frame(text: str, first_line: int, stats: ReadStats) -> pl.DataFrame:
-    """Split one decoded chunk (whole lines only) into a cleaned frame."""
-    lines = pl.Series("text", [text], dtype=pl.String).str.split("\n").explode()
+def _to_series(block: bytes, stats: ReadStats) -> pl.Series:
+    """The chunk as a one-element String series; valid UTF-8 without NULs never becomes a Python str."""
+    if b"\x00" not in block:
+        try:
+            # Arrow validates the UTF-8 in native code: no Python-level decode of a 32 MB string.
+            return pl.Series("text", [block], dtype=pl.Binary).cast(pl.String)
+        except (pl.exceptions.ComputeError, pl.exceptions.InvalidOperationError):
+            pass
+    return pl.Series("text", [_decode(block, stats)], dtype=pl.String)
+
+
+def _frame(block: bytes, first_line: int, stats: ReadStats) -> tuple[pl.DataFrame, int]:
+    """Split one chunk (whole lines only) into a cleaned frame; also returns its number of physical lines."""
+    lines = _to_series(block, stats).str.split("\n").explode()
+    n_lines = lines.len()
     df = pl.DataFrame({"text": lines}).with_row_index("line", offset=first_line).with_columns(
         pl.col("line").cast(pl.Int64)
     )
-    if "\x1b" in text:
+    if b"\x1b" in block:
         df = df.with_columns(pl.col("text").str.replace_all(ANSI_RE, ""))
-    if "\r" in text:
+    if b"\r" in block:
         # CRLF endings first, then tqdm-style redraws: every `\r` starts a new segment of the same line.
-        df = df.with_columns(pl.col("text").str.strip_suffix("\r").str.split("\r")).explode("text")
-        df = df.with_columns(pl.int_range(pl.len()).over("line").cast(pl.Int32).alias("seg"))
+        df = df.with_columns(pl.col("text").str.strip_suffix("\r").str.split("\r"))
+        df = df.with_columns(pl.int_ranges(0, pl.col("text").list.len(), dtype=pl.Int32).alias("seg")).explode("text", "seg")
         df = df.filter((pl.col("text").str.len_bytes() > 0) | (pl.col("seg") == 0))
     else:
         df = df.with_columns(pl.lit(0, pl.Int32).alias("seg"))
@@ -80,41 +92,44 @@ def _frame(text: str, first_line: int, stats: ReadStats) -> pl.DataFrame:
     if n_long:
         stats.long_lines += n_long
         df = df.with_columns(pl.col("text").str.slice(0, MAX_LINE_CHARS))
-    return df.with_columns(pl.col("text").str.strip_chars_end()).select("line", "seg", "text")
+    return df.with_columns(pl.col("text").str.strip_chars_end()).select("line", "seg", "text"), n_lines
 
 
-def iter_frames(src: Source, chunk_bytes: int = CHUNK_BYTES, stats: ReadStats | None = None) -> Iterator[pl.DataFrame]:
+def iter_frames(src: Source, chunk_bytes: int | None = None, stats: ReadStats | None = None) -> Iterator[pl.DataFrame]:
     """Yield cleaned line frames covering the whole file, each ending on a line boundary.
 
     A multi-line block (traceback, launcher report, nvidia-smi table) that starts in the
     last lines of a chunk is held back and starts the next frame, so it is never split.
+    The frames cover the same rows, in the same order, whatever the chunk size.
     """
     stats = stats if stats is not None else ReadStats()
+    chunk_bytes = chunk_bytes or CHUNK_BYTES  # read at call time, so tests can shrink it
     pending = b""
     next_line = 1
     held: pl.DataFrame | None = None
     for block in src.chunks(chunk_bytes):
-        data = pending + block
+        # A short read is the end of the stream: nothing follows to hold a block back for.
+        last = len(block) < chunk_bytes
+        data = pending + block if pending else block
         cut = data.rfind(b"\n")
         if cut < 0:
             pending = data
             continue
         pending = data[cut + 1 :]
-        text = _decode(data[:cut], stats)
-        df = _frame(text, next_line, stats)
-        next_line += text.count("\n") + 1
+        df, n_lines = _frame(data[:cut], next_line, stats)
+        next_line += n_lines
         if held is not None:
             df = pl.concat([held, df])
-            held = None
+        if last:
+            held = df  # goes out below, with the unterminated last line if there is one
+            break
         df, held = _hold_back_open_block(df)
         if df.height:
             stats.lines = next_line - 1
             yield df
-    tail = []
-    if held is not None:
-        tail.append(held)
+    tail = [held] if held is not None and held.height else []
     if pending:
-        tail.append(_frame(_decode(pending, stats), next_line, stats))
+        tail.append(_frame(pending, next_line, stats)[0])
         next_line += 1
     stats.lines = next_line - 1
     if tail:
@@ -122,12 +137,17 @@ def iter_frames(src: Source, chunk_bytes: int = CHUNK_BYTES, stats: ReadStats | 
 
 
 def _hold_back_open_block(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """Split off the frame's tail from the first block opener among its last BLOCK_LOOKAHEAD lines.
+
+    A frame shorter than the look-ahead (small chunks, very long lines) is searched whole; when
+    the opener is its first line the whole frame is held and grows with the next chunk, until
+    the opener is more than BLOCK_LOOKAHEAD lines from the end (so what is held stays bounded).
+    """
     n = df.height
-    if n <= BLOCK_LOOKAHEAD:
-        return df, None
-    tail = df.slice(n - BLOCK_LOOKAHEAD)
+    first = max(0, n - BLOCK_LOOKAHEAD)
+    tail = df.slice(first)
     starts = tail.with_row_index("i").filter(pl.col("text").str.contains(BLOCK_START)).get_column("i")
     if starts.len() == 0:
         return df, None
-    at = n - BLOCK_LOOKAHEAD + int(starts[0])
+    at = first + int(starts[0])
     return df.slice(0, at), df.slice(at)

@@ -41,7 +41,7 @@ ANY_LOG_PREFIX = re.sub(r"\?P<ts>", "?:", _ALL)
 def _ts_expr(raw: pl.Expr, kind: str, year: int) -> pl.Expr:
     """Turn the captured stamp into ISO `YYYY-MM-DD HH:MM:SS.ffffff` text, by stamp kind."""
     if kind == "ymd":
-        iso = raw.str.replace("T", " ").str.replace(",", ".")
+        iso = raw.str.replace("T", " ", literal=True).str.replace(",", ".", literal=True)
     elif kind == "md":
         # c10 logging prints the month without zero padding (`E810` is 10 August).
         raw = raw.str.replace(r"^(\d{3}) ", "0$1 ")
@@ -55,11 +55,14 @@ def _ts_expr(raw: pl.Expr, kind: str, year: int) -> pl.Expr:
     return iso
 
 
+_ZONE_RE = r"(?:Z|[+-]\d{2}:?\d{2})$"
+
+
 def parse_iso(iso: pl.Expr) -> pl.Expr:
     """ISO-ish text (optional fraction of up to 9 digits, optional Z or ±hh:mm) to UTC microseconds."""
     offset = iso.str.extract(r"([+-]\d{2}):?(\d{2})$", 1).cast(pl.Int64, strict=False)
     offset_m = iso.str.extract(r"[+-]\d{2}:?(\d{2})$", 1).cast(pl.Int64, strict=False)
-    base = iso.str.replace(r"(?:Z|[+-]\d{2}:?\d{2})$", "").str.replace(r"(\.\d{6})\d+$", "$1")
+    base = iso.str.replace(_ZONE_RE, "").str.replace(r"(\.\d{6})\d+$", "$1")
     naive = base.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
     naive = pl.coalesce(naive, base.str.to_datetime("%Y-%m-%d %H:%M:%S", strict=False, time_unit="us"))
     minutes = offset * 60 + offset.sign() * offset_m
@@ -67,32 +70,85 @@ def parse_iso(iso: pl.Expr) -> pl.Expr:
     return shifted.dt.replace_time_zone("UTC")
 
 
+def _parse_iso_series(iso: pl.Series) -> pl.Series:
+    """`parse_iso` on a materialised column, skipping the zone and long-fraction work when no row needs it."""
+    if iso.null_count() == iso.len():
+        return pl.Series(iso.name, [None] * iso.len(), dtype=pl.Datetime("us", "UTC"))
+    if iso.str.contains(_ZONE_RE).any():
+        return iso.to_frame("iso").select(parse_iso(pl.col("iso"))).to_series().alias(iso.name)
+    # No zone suffix anywhere: parse_iso reduces to the naive parse (same formats, same fallbacks).
+    base = iso.str.replace(r"(\.\d{6})\d+$", "$1") if iso.str.contains(r"\.\d{7}").any() else iso
+    naive = base.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
+    missing = naive.is_null() & base.is_not_null()
+    if missing.any():
+        naive = pl.coalesce(naive, base.str.to_datetime("%Y-%m-%d %H:%M:%S", strict=False, time_unit="us"))
+    return naive.dt.replace_time_zone("UTC").alias(iso.name)
+
+
+# For each prefix, a regex whose group 1 is exactly the `ts` group of the full pattern whenever
+# the full pattern matches: it stops right after the stamp, at a character the stamp cannot
+# contain, so no backtracking of the rest could give the group another extent. Capturing on
+# this short span costs a fraction of capturing the whole prefix. (`iso` is not listed: its
+# optional zone can be given back to its separator, so it is captured with the full pattern.)
+_TS_NARROW = {
+    "bracket_iso": r"^\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)\]",
+    "glog": r"^[VIWEFC](\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6}) ",
+    "c10_new": r"^\[[VIWEFC](\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6,9}) ",
+    "titan": r"^\[titan\] (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) ",
+    "fairseq": r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) ",
+    "hf_example": r"^(\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2}) ",
+    "mmengine": r"^(\d{2}/\d{2} \d{2}:\d{2}:\d{2}) ",
+}
+# INNER_RANK without its second alternative (`^\[Rank N\]`), which RANK_PREFIX always claims first.
+_PG_RANK = r"\[PG (?:ID )?\d+ (?:PG GUID \S+ )?Rank (\d+)\]"
+
+
+def _peel_rank(msg: pl.Series, ranks: list[pl.Series]) -> tuple[pl.Series, bool]:
+    """Remove one leading rank prefix where there is one, noting its rank; False when no row had one."""
+    found = msg.str.extract(RANK_PREFIX, 1)
+    if found.null_count() == found.len():
+        return msg, False
+    ranks.append(found.cast(pl.Int32, strict=False))
+    return msg.str.replace(RANK_PREFIX, ""), True
+
+
 def split_prefixes(df: pl.DataFrame, year: int) -> pl.DataFrame:
-    """Add `rank`, `ts` and `msg` (the text without its prefixes) to a frame with `text`."""
-    out = df.with_columns(pl.col("text").alias("msg"), pl.lit(None, pl.Int32).alias("rank"))
+    """Add `rank`, `ts` and `msg` (the text without its prefixes) to a frame with `text`.
+
+    Work is per column, and a step no row of the frame needs is skipped (a file without
+    rank prefixes never pays for them), so the cost follows what the lines contain.
+    """
+    msg = df.get_column("text")
+    ranks: list[pl.Series] = []
     # Rank prefixes may stack (`[default0]:[rank0]: `), so peel twice.
-    for _ in range(2):
-        out = out.with_columns(
-            pl.coalesce(pl.col("rank"), pl.col("msg").str.extract(RANK_PREFIX, 1).cast(pl.Int32, strict=False)).alias("rank"),
-            pl.col("msg").str.replace(RANK_PREFIX, ""),
-        )
-    ts_parts = []
-    for _name, pattern, kind in LOG_PREFIXES:
-        if kind:
-            ts_parts.append(_ts_expr(pl.col("msg").str.extract(pattern, 1), kind, year))
-    iso = pl.coalesce(ts_parts) if ts_parts else pl.lit(None, pl.String)
-    out = out.with_columns(parse_iso(iso).alias("ts"), pl.col("msg").str.replace(ANY_LOG_PREFIX, ""))
+    msg, more = _peel_rank(msg, ranks)
+    if more:
+        msg, _ = _peel_rank(msg, ranks)
+    # The first log-record prefix (in LOG_PREFIXES order) that matches gives the time stamp.
+    iso_parts = []
+    for name, pattern, kind in LOG_PREFIXES:
+        if not kind:
+            continue
+        hit = msg.str.contains(pattern)
+        if not hit.any():
+            continue
+        narrow = _TS_NARROW.get(name)
+        raw = msg.str.extract(narrow or pattern, 1)
+        if narrow:
+            raw = pl.select(pl.when(hit).then(raw)).to_series()
+        iso_parts.append(_ts_expr(pl.lit(raw), kind, year))
+    iso = pl.select(pl.coalesce(iso_parts).alias("iso")).to_series() if iso_parts else pl.Series("iso", [None] * msg.len(), pl.String)
+    msg = msg.str.replace(ANY_LOG_PREFIX, "")
     # After the record prefix: another rank prefix, or ProcessGroupNCCL's rank marker.
-    out = out.with_columns(
-        pl.coalesce(
-            pl.col("rank"),
-            pl.col("msg").str.extract(RANK_PREFIX, 1).cast(pl.Int32, strict=False),
-            pl.col("msg").str.extract(INNER_RANK, 1).cast(pl.Int32, strict=False),
-            pl.col("msg").str.extract(INNER_RANK, 2).cast(pl.Int32, strict=False),
-        ).alias("rank"),
-        pl.col("msg").str.replace(RANK_PREFIX, ""),
-    )
-    return out
+    pg = msg.str.extract(_PG_RANK, 1).cast(pl.Int32, strict=False) if msg.str.contains("[PG ", literal=True).any() else None
+    msg, _ = _peel_rank(msg, ranks)
+    if pg is not None:
+        ranks.append(pg)
+    if ranks:
+        rank = pl.select(pl.coalesce(ranks)).to_series() if len(ranks) > 1 else ranks[0]
+    else:
+        rank = pl.Series([None] * msg.len(), dtype=pl.Int32)
+    return df.with_columns(msg.alias("msg"), rank.alias("rank"), _parse_iso_series(iso).alias("ts"))
 
 
 # File names that carry a rank: rank3.log, node1-rank12.out, worker_3.err, torchrun --log-dir `attempt_0/3/stderr.log`.
