@@ -3,6 +3,8 @@ MetricLogger loops (§1.15), mmengine, and tqdm/Lightning bars (§1.4, §1.16)."
 
 from __future__ import annotations
 
+import pytest
+
 from tests.metrics_util import NAN, full, rows
 
 
@@ -228,3 +230,29 @@ def test_memory_summary_and_profiler_footer(tmp_path):
         (7, "mem_allocated_mib", 184648 / 1024), (7, "mem_max_mib", 192833 / 1024),
         (7, "mem_reserved_mib", 146836 / 1024), (7, "mem_max_reserved_mib", 4261.0),
         (7, "profiler_self_cpu_ms", 12.345), (7, "profiler_self_cuda_ms", 3.456 * 1000)]
+
+
+def test_interleaved_ranks_in_one_file_are_kept_apart(tmp_path):
+    # Two ranks' tqdm bars and prints interleaved in one stream (rank prefixes on every line):
+    # the same step of each rank is one row per rank, never merged or repeated.
+    text = (
+        "[rank0]:step 1 loss 2.50 lr 1e-3\n"
+        "[rank1]:step 1 loss 2.60 lr 1e-3\n"
+        "[rank1]:Epoch 0:  10%|#         | 1/10 [00:01<00:09,  1.00it/s, train_loss=2.60]\n"
+        "[rank0]:Epoch 0:  10%|#         | 1/10 [00:01<00:09,  1.00it/s, train_loss=2.50]\n"
+        "[rank0]:Epoch 0:  10%|#         | 1/10 [00:01<00:09,  1.00it/s, train_loss=2.50]\n"
+        "[rank1]:Epoch 0:  20%|##        | 2/10 [00:02<00:08,  1.00it/s, train_loss=2.40]\n"
+    )
+    assert [(r[1], r[2], r[3], r[4], r[5]) for r in full(tmp_path, text)] == [
+        (0, 1, "loss", 2.5, "generic"), (0, 1, "lr", 1e-3, "generic"),
+        (1, 1, "loss", 2.6, "generic"), (1, 1, "lr", 1e-3, "generic"),
+        (1, 1, "loss", 2.6, "tqdm_postfix"),
+        (0, 1, "loss", 2.5, "tqdm_postfix"),
+        (1, 2, "loss", 2.4, "tqdm_postfix")]
+
+
+@pytest.mark.xfail(reason="lines.py/prefixes.py: a `[defaultN]:` prefix is only on a line's first `\\r` segment, "
+                          "later segments get no rank (reported)", strict=False)
+def test_tee_prefix_rank_reaches_carriage_return_segments(tmp_path):
+    text = "[default1]:\r  5%|5         | 1/20 [00:00<00:01, 10.00it/s, loss=3.1]\n"
+    assert [r[1] for r in full(tmp_path, text)] == [1]

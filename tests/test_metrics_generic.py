@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import polars as pl
+
 from tests.metrics_util import NAN, full, metrics, rows
 
 
@@ -109,3 +111,28 @@ def test_near_misses_give_no_metrics(tmp_path):
         "{'input_ids': [101, 2023], 'attention_mask': [1, 1]}\n"
     )
     assert full(tmp_path, text) == []
+
+
+def test_bare_nan_inf_values_are_not_read_as_key_words(tmp_path):
+    # sample_logs/gradient-explosion and loss-scale-runaway-nearmiss print `grad_norm inf` mid-line
+    text = "step 80 loss 2.5 lr 2.400e-01 grad_norm inf\nstep 175 loss nan lr 1.000e-02 grad_norm inf loss_scale 65536.0\n"
+    assert rows(tmp_path, text) == [
+        (80, "loss", 2.5), (80, "lr", 0.24), (80, "grad_norm", float("inf")),
+        (175, "loss", NAN), (175, "lr", 0.01), (175, "grad_norm", float("inf")), (175, "loss_scale", 65536.0)]
+
+
+def test_csv_metric_file_and_a_csv_that_is_not_one(tmp_path):
+    from forensics.ingest import ingest
+    from tests.helpers import frame, write_run
+
+    run = ingest(write_run(tmp_path, {
+        "metrics.csv": "epoch,step,train_loss,lr-AdamW\n0,0,2.5,0.001\n0,1,nan,0.001\n0,2,,0.0009\n",
+        "data.csv": "id,text,label\n1,hello,0\n2,world,1\n",
+    }))
+    files = dict(frame(run, "files").select("file", "kind").iter_rows())
+    assert files["metrics.csv"] == "csv_metrics" and files["data.csv"] != "csv_metrics"
+    m = frame(run, "metrics").filter(pl.col("file") == "metrics.csv")
+    got = [(ln, s, n, NAN if v != v else v) for ln, s, n, v in m.select("line", "step", "name", "value").iter_rows()]
+    assert got == [(2, 0, "epoch", 0.0), (2, 0, "loss", 2.5), (2, 0, "lr-adamw", 0.001),
+                   (3, 1, "epoch", 0.0), (3, 1, "loss", NAN), (3, 1, "lr-adamw", 0.001),
+                   (4, 2, "epoch", 0.0), (4, 2, "lr-adamw", 0.0009)]

@@ -118,3 +118,13 @@ def test_lightning_bar_postfix_matches_csv_logger():
     assert len(loss) == 60
     # val_loss sits in the postfix for a whole epoch: one row per validation, at the epoch's last batch
     assert m.filter(pl.col("name") == "eval_loss").select("step", "value").rows() == [(20, 0.124), (40, 0.0616), (60, 0.0229)]
+
+
+def test_lightning_csv_logger_file():
+    run = ingest(SAMPLES / "healthy-lightning")
+    files = frame(run, "files")
+    assert files.filter(pl.col("file") == "csv/version_0/metrics.csv").get_column("kind").to_list() == ["csv_metrics"]
+    m = frame(run, "metrics").filter(pl.col("file") == "csv/version_0/metrics.csv")
+    # header `epoch,step,train_loss,val_loss`; line 2 is `0,0,6.4042649269104,`
+    assert m.filter(pl.col("line") == 2).select("step", "name", "value").rows() == [(0, "epoch", 0.0), (0, "loss", 6.4042649269104)]
+    assert m.filter(pl.col("name") == "eval_loss").get_column("step").to_list() == [19, 39, 59]
