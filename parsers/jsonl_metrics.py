@@ -4,8 +4,8 @@ MAE/DeiT `log.txt`, hand-written `metrics.jsonl`): one JSON object per line -> m
 Recognised by content, whatever the file is called: the first non-empty lines are JSON objects and
 one of them has a loss-like or step key (a config dump is not a metric file). The whole file is decoded by one call of
 Python's json module (it accepts the bare NaN/Infinity that json.dumps writes; orjson does not);
-when some line is broken (a run killed mid-write), lines are decoded one by one and the file is
-`partial`. Nested objects are flattened with `/` (`{"train": {"loss": 1}}` -> `train/loss`). Names
+when one line is broken (a run killed mid-write), lines are decoded one by one and the file is
+`partial`; with more broken lines the file is read as a text log instead. Nested objects are flattened with `/` (`{"train": {"loss": 1}}` -> `train/loss`). Names
 follow the same canonical table as JSON lines inside text logs (`current_steps` is the step,
 `learning_rate` -> `lr`, `vram_allocated` GiB -> `mem_allocated_mib`, ...); strings that are not
 numbers (`"elapsed_time": "0:01:23"`) and nulls give no row. Metric files are small (one line per
@@ -28,17 +28,17 @@ _METRIC_KEY = re.compile(r'"(?:[\w/.-]*loss[\w/.-]*|' + "|".join(map(re.escape, 
 
 
 def sniff(sn: Sniffed) -> int:
-    """First (up to 5) non-empty lines are one-line JSON objects, one with a loss-like or step key.
+    """Every complete non-empty line of the head is a one-line JSON object, one with a loss-like or step key.
 
     The last line of the head may be cut (the head ends mid-line, or the run died mid-write).
     """
     lines = sn.text.split("\n")
     if not sn.text.endswith("\n") and len(lines) > 1:
         lines = lines[:-1]
-    lines = [ln.strip() for ln in lines[:50] if ln.strip()][:5]
+    lines = [ln.strip() for ln in lines if ln.strip()]
     if not lines or not all(ln.startswith("{") and ln.endswith("}") for ln in lines):
         return 0
-    return 60 if any(_METRIC_KEY.search(ln) for ln in lines) else 0
+    return 60 if any(_METRIC_KEY.search(ln) for ln in lines[:50]) else 0
 
 
 def _flatten(obj: dict, prefix: str = ""):
@@ -74,6 +74,12 @@ def parse(src, sn: Sniffed) -> ParseResult:
     """Metric rows of every numeric key of every object."""
     text = src.read_all().decode("utf-8", errors="replace")
     records, bad = _records(text)
+    if bad > 1:
+        # Not a metrics file after all (a log that began with JSON lines): read it as a text log, which
+        # reads JSON metric lines too and keeps the error events the rest may hold.
+        from parsers import textlog
+
+        return textlog.parse(src, sn)
     flat = [(n, k, json.dumps(v)) for n, obj in records for k, v in _flatten(obj)]
     kv = pl.DataFrame(flat, schema={"_i": pl.UInt32, "key": pl.String, "val": pl.String}, orient="row")
     rows = rows_from_pairs(kv, SOURCE)

@@ -22,7 +22,7 @@ def test_pipe_separated_epoch_step_loss(tmp_path):
 
 def test_pytorch_examples_mnist_line(tmp_path):
     # pytorch/examples mnist/main.py: 'Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss: {:.6f}'
-    assert rows(tmp_path, "Train Epoch: 1 [0/60000 (0%)]\tLoss: 2.305400\n") == [(None, "train_epoch", 1.0), (None, "loss", 2.3054)]
+    assert rows(tmp_path, "Train Epoch: 1 [0/60000 (0%)]\tLoss: 2.305400\n") == [(None, "epoch", 1.0), (None, "loss", 2.3054)]
 
 
 def test_units_time_and_memory(tmp_path):
@@ -136,3 +136,15 @@ def test_csv_metric_file_and_a_csv_that_is_not_one(tmp_path):
     assert got == [(2, 0, "epoch", 0.0), (2, 0, "loss", 2.5), (2, 0, "lr-adamw", 0.001),
                    (3, 1, "epoch", 0.0), (3, 1, "loss", NAN), (3, 1, "lr-adamw", 0.001),
                    (4, 2, "epoch", 0.0), (4, 2, "lr-adamw", 0.0009)]
+
+
+def test_log_that_starts_with_json_lines_keeps_its_events(tmp_path):
+    from forensics.ingest import ingest
+    from tests.helpers import frame, write_run
+
+    head = "".join(f'{{"step": {i}, "loss": 2.0}}\n' for i in range(1, 4))
+    tail = "Traceback (most recent call last):\n  File \"train.py\", line 1, in <module>\nRuntimeError: boom\nstill text\n"
+    big = head + "x" * 70000 + "\n" + tail  # the non-JSON part lies beyond the 64 KB head
+    run = ingest(write_run(tmp_path, {"train.log": big}))
+    assert frame(run, "metrics").select("step", "name", "value").rows() == [(1, "loss", 2.0), (2, "loss", 2.0), (3, "loss", 2.0)]
+    assert frame(run, "events").height >= 1

@@ -111,5 +111,18 @@ def test_open_clip_train_line(tmp_path):
     # https://github.com/mlfoundations/open_clip/pull/129
     text = "Train Epoch: 1 [ 32833536/407371776 (8%)] Loss: 0.40883 (0.4749) Data (t): 0.080 Batch (t): 1.762s, 37194/s LR: 0.000156 Logit Scale: 100.000\n"
     assert rows(tmp_path, text) == [
-        (None, "train_epoch", 1.0), (None, "loss", 0.40883), (None, "data_time_ms", 0.080 * 1000),
+        (None, "epoch", 1.0), (None, "loss", 0.40883), (None, "data_time_ms", 0.080 * 1000),
         (None, "step_time_ms", 1.762 * 1000), (None, "lr", 0.000156), (None, "logit_scale", 100.0)]
+
+
+def test_hand_printed_epoch_summaries(tmp_path):
+    # https://github.com/dk-liang/CLTR/issues/15 (bracketed epoch, tab-separated k=v)
+    # https://github.com/caiyuanhao1998/MST/issues/7 (`Avg. Loss:`; the psnr line has no loss: not a metric line here)
+    text = (
+        "2023-06-24 05:36:13,516 - CLTR - INFO - Training Epoch:[844/1500]\t loss=10.32482\t lr=0.000100\t epoch_time=150.973\n"
+        "2022-07-20 11:54:51,376 - INFO: ===> Epoch 132 Complete: Avg. Loss: 0.014821 time: 666.83\n"
+        "2022-07-20 11:54:51,890 - INFO: ===> Epoch 132: testing psnr = 34.28, ssim = 0.937, time: 0.02\n"
+    )
+    assert rows(tmp_path, text) == [
+        (None, "epoch", 844.0), (None, "loss", 10.32482), (None, "lr", 0.0001), (None, "epoch_time", 150.973),
+        (None, "epoch", 132.0), (None, "avg_loss", 0.014821), (None, "epoch_time_ms", 666.83 * 1000)]

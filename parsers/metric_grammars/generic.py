@@ -41,6 +41,8 @@ NAMES = {
     "train/lr": "lr",
     "train/grad_norm": "grad_norm",
     "train/epoch": "epoch",
+    "train_epoch": "epoch",
+    "training_epoch": "epoch",
     "val_loss": "eval_loss",
     "valid_loss": "eval_loss",
     "validation_loss": "eval_loss",
@@ -72,23 +74,30 @@ JSON_KEY = r"[\w/.-]*loss[\w/.-]*|step|global_step|iteration|iter|num_updates|cu
 JSON_MATCH = rf"\{{\s*\"[^{{}}]*\"(?:{JSON_KEY})\"\s*:"
 JSON_PAIR = r"\"(?P<key>[^\"]+)\"\s*:\s*(?P<val>\"[^\"]*\"|[-+\w.]+)"
 
-# Extra key words are lazy: `loss inf lr 0.1` is loss=inf, lr=0.1, not a key `loss inf lr`.
+# Extra key words are lazy: `loss inf lr 0.1` is loss=inf, lr=0.1, not a key `loss inf lr`. A value
+# may sit in brackets with its total (`Epoch:[844/1500]`).
 KV_PAIR = (
     r"(?i)(?:^|[\s|,;\[\(\{])(?P<key>[a-z][a-z0-9_./-]*(?: [a-z][a-z0-9_./-]*){0,2}?(?: \([a-z]\))?)\s*(?:[:=]\s*|\s+)"
-    rf"(?P<val>{NUM})(?:\s?(?P<unit>(?:ms|s|GiB|GB|MiB|MB)\b|%))?(?:/(?P<tot>\d+))?(?:\s*\({NUM}\))?"
+    rf"\[?(?P<val>{NUM})(?:\s?(?P<unit>(?:ms|s|GiB|GB|MiB|MB)\b|%))?(?:\s?/\s?(?P<tot>\d+))?\]?(?:\s*\({NUM}\))?"
 )
 
 
 def rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
     """(_i, key, val[, unit]) pairs -> rows: step from a step key, names and units canonicalised."""
-    key = pl.col("key").str.strip_chars().str.to_lowercase().str.replace_all(r"\s+", "_")
+    # `Avg. Loss` -> `avg_loss`: word-final dots are abbreviation marks, not part of the name.
+    key = pl.col("key").str.strip_chars().str.to_lowercase().str.replace_all(r"\.(\s|$)", "$1").str.replace_all(r"\s+", "_")
     unit = pl.col("unit").str.to_lowercase() if "unit" in kv.columns else pl.lit(None, pl.String)
     kv = kv.with_columns(key.alias("_k"), unit.alias("_u"), num(pl.col("val")).alias("_v"))
     step = (
         kv.filter(pl.col("_k").is_in(STEP_KEYS))
         .group_by("_i").agg(pl.col("_v").first().cast(pl.Int64, strict=False).alias("step"))
     )
+    # A line that names an epoch but no step is an epoch summary: its bare `time` is the epoch's.
+    per_epoch = kv.filter(pl.col("_k").is_in(["epoch", "train_epoch", "training_epoch"])).select("_i").unique()
+    per_epoch = per_epoch.join(step, on="_i", how="anti").with_columns(pl.lit(True).alias("_per_epoch"))
+    kv = kv.join(per_epoch, on="_i", how="left")
     time_name = pl.col("_k").replace_strict(TIME_KEYS, default=None, return_dtype=pl.String)
+    time_name = pl.when(pl.col("_per_epoch").fill_null(False) & (pl.col("_k") == "time")).then(pl.lit("epoch_time_ms")).otherwise(time_name)
     is_mem = pl.col("_u").is_in(["gib", "gb", "mib", "mb"])
     time_value = (
         pl.when(pl.col("_u").is_in(["ms", "s"])).then(scale_by_unit(pl.col("_v"), pl.col("_u"), TIME_TO_MS))
