@@ -61,10 +61,10 @@ def _split_bars(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         return bars, df
     only_bar = bars.get_column("msg").str.ends_with("]")
     glued = bars.filter(~only_bar).select("_i", pl.col("msg").str.replace_all(tqdm_grammar.BAR, " ").str.strip_chars().alias("_rest"))
-    rest = df.join(bars.filter(only_bar).select("_i"), on="_i", how="anti")
+    rest = df.join(bars.filter(only_bar).select("_i"), on="_i", how="anti", maintain_order="left")
     if glued.height:
         rest = (
-            rest.join(glued, on="_i", how="left")
+            rest.join(glued, on="_i", how="left", maintain_order="left")
             .with_columns(pl.coalesce("_rest", "msg").alias("msg"))
             .drop("_rest")
             .filter(pl.col("msg").str.len_bytes() > 0)
@@ -90,7 +90,7 @@ def _bars_needed(bars: pl.DataFrame, df: pl.DataFrame) -> pl.DataFrame:
         .group_by("line", "_ds").agg(pl.col("seg").max()).select("line", "seg")
     )
     keys = pl.concat([after, above, before]).unique()
-    context = b.join(keys, on=["line", "seg"], how="semi").get_column("_i")
+    context = b.join(keys, on=["line", "seg"], how="semi", maintain_order="left").get_column("_i")
     return bars.filter(has_post | pl.col("_i").is_in(context.implode()))
 
 
@@ -116,14 +116,14 @@ def extract(cand: pl.DataFrame, state: dict) -> pl.DataFrame:
         sub = sub.filter(sub.get_column("msg").str.contains(_MATCH[grammar.name]))
         if sub.height == 0:
             continue
-        remaining = remaining.join(sub.select("_i"), on="_i", how="anti")
+        remaining = remaining.join(sub.select("_i"), on="_i", how="anti", maintain_order="left")
         parts.append(grammar.extract(sub, state))
     parts = [p for p in parts if p.height]
     if not parts:
         return pl.DataFrame(schema=SCHEMA)
     rows = pl.concat(parts)
     meta = df.select("_i", "line", "seg", "rank", "ts")
-    return rows.join(meta, on="_i", how="left").select(list(SCHEMA)).cast(SCHEMA)
+    return rows.join(meta, on="_i", how="left", maintain_order="left").select(list(SCHEMA)).cast(SCHEMA)
 
 
 def finalize(metrics: pl.DataFrame) -> pl.DataFrame:

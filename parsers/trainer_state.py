@@ -69,7 +69,7 @@ def parse(src, sn: Sniffed) -> ParseResult:
     steps = kv.filter(pl.col("key") == "step").select("entry", pl.col("value").cast(pl.Int64, strict=False).alias("step"))
     metrics = (
         kv.filter(pl.col("key") != "step")
-        .join(steps, on="entry", how="left")
+        .join(steps, on="entry", how="left", maintain_order="left")
         .filter(pl.col("value").is_not_null())
         .select(
             pl.lit(src.rel).alias("file"),

@@ -126,3 +126,16 @@ def test_hand_printed_epoch_summaries(tmp_path):
     assert rows(tmp_path, text) == [
         (None, "epoch", 844.0), (None, "loss", 10.32482), (None, "lr", 0.0001), (None, "epoch_time", 150.973),
         (None, "epoch", 132.0), (None, "avg_loss", 0.014821), (None, "epoch_time_ms", 666.83 * 1000)]
+
+
+def test_nemo_bar_and_nemo2_lines(tmp_path):
+    # https://github.com/NVIDIA/NeMo-Framework-Launcher/issues/55 (NeMo 1.x: Lightning bar, running-mean `loss`)
+    # https://github.com/NVIDIA-BioNeMo/bionemo-recipes/pull/740 (NeMo 2 / Megatron-bridge progress lines)
+    text = (
+        "Epoch 0:   1%|          | 795/77225 [9:07:58<878:01:48, 41.36s/it, loss=3.1, v_num=, reduced_train_loss=3.090, global_step=794.0, consumed_samples=1.63e+6]\n"
+        "Training epoch 0, iteration 120/149 | lr: 3e-05 | consumed_samples: 121 | global_batch_size: 1 | global_step: 120 | reduced_train_loss: 1.233 | train_step_timing in s: 0.03146 | val_loss: 4.106\n"
+    )
+    assert rows(tmp_path, text) == [
+        (794, "loss_avg", 3.1), (794, "loss", 3.09), (794, "consumed_samples", 1.63e+6),
+        (120, "epoch", 0.0), (120, "lr", 3e-05), (120, "consumed_samples", 121.0), (120, "global_batch_size", 1.0),
+        (120, "loss", 1.233), (120, "step_time_ms", 0.03146 * 1000), (120, "eval_loss", 4.106)]

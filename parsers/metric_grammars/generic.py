@@ -35,6 +35,7 @@ STEP_KEYS = ["step", "steps", "iter", "iteration", "it", "global_step", "num_upd
 SKIP_KEYS = ["total_steps", "percentage", "max_steps", "num_steps"]
 NAMES = {
     "train_loss": "loss",
+    "reduced_train_loss": "loss",  # NeMo
     "training_loss": "loss",
     "train/loss": "loss",
     "train/learning_rate": "lr",
@@ -65,6 +66,8 @@ TIME_KEYS = {"time": "step_time_ms", "dt": "step_time_ms", "step_time": "step_ti
              "batch_time": "step_time_ms", "time/step": "step_time_ms", "step_time_ms": "step_time_ms",
              "time_ms": "step_time_ms", "iter_time_ms": "step_time_ms", "data_time": "data_time_ms",
              "data_time_ms": "data_time_ms", "dataload_time": "data_time_ms",
+             # NeMo: `train_step_timing in s: 0.03146` (seconds)
+             "train_step_timing_in_s": "step_time_ms", "train_step_timing": "step_time_ms",
              # open_clip: `Data (t): 0.080 Batch (t): 1.762s`
              "data_(t)": "data_time_ms", "batch_(t)": "step_time_ms"}
 GATE = r"(?:^|_)loss$|^grad_norm$|^ppl$"
@@ -94,8 +97,8 @@ def rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
     )
     # A line that names an epoch but no step is an epoch summary: its bare `time` is the epoch's.
     per_epoch = kv.filter(pl.col("_k").is_in(["epoch", "train_epoch", "training_epoch"])).select("_i").unique()
-    per_epoch = per_epoch.join(step, on="_i", how="anti").with_columns(pl.lit(True).alias("_per_epoch"))
-    kv = kv.join(per_epoch, on="_i", how="left")
+    per_epoch = per_epoch.join(step, on="_i", how="anti", maintain_order="left").with_columns(pl.lit(True).alias("_per_epoch"))
+    kv = kv.join(per_epoch, on="_i", how="left", maintain_order="left")
     time_name = pl.col("_k").replace_strict(TIME_KEYS, default=None, return_dtype=pl.String)
     time_name = pl.when(pl.col("_per_epoch").fill_null(False) & (pl.col("_k") == "time")).then(pl.lit("epoch_time_ms")).otherwise(time_name)
     is_mem = pl.col("_u").is_in(["gib", "gb", "mib", "mb"])
@@ -117,7 +120,7 @@ def rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
     )
     rows = (
         kv.filter(~pl.col("_k").is_in(STEP_KEYS + SKIP_KEYS))
-        .join(step, on="_i", how="left")
+        .join(step, on="_i", how="left", maintain_order="left")
         .select("_i", "step", name.alias("name"), value.alias("value"))
     )
     return shape(rows, source)
@@ -146,13 +149,13 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     gate_name = canonical(pl.col("key"), NAMES)
     gated = kv.group_by("_i").agg(gate_name.str.contains(GATE).any().alias("_ok")).filter(pl.col("_ok")).select("_i")
     residue = (
-        df.join(gated, on="_i", how="semi")
+        df.join(gated, on="_i", how="semi", maintain_order="left")
         .select("_i", pl.col("msg").str.replace_all(KV_PAIR, " ").str.replace_all(r"\[[^\]]*\]|\([^)]*\)", " ")
                 .str.replace_all(r"[^A-Za-z]", "").str.len_chars().alias("_left"))
         .filter(pl.col("_left") <= RESIDUE_LETTERS)
         .select("_i")
     )
-    kv = kv.join(residue, on="_i", how="semi")
+    kv = kv.join(residue, on="_i", how="semi", maintain_order="left")
     return rows_from_pairs(kv, "generic") if kv.height else empty_rows()
 
 

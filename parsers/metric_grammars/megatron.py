@@ -43,6 +43,10 @@ NAMES = {
     "number_of_nan_iterations": "nan_iterations",
     "energy_per_gpu_(j/iter/gpu)": "energy_j_per_gpu",
     "power_per_gpu_(w/gpu)": "power_w_per_gpu",
+    # NeMo 2 / Megatron-bridge progress lines share the `iteration N/M |` layout
+    "reduced_train_loss": "loss",
+    "val_loss": "eval_loss",
+    "train_step_timing_in_s": "step_time_ms",
 }
 MEM_NAMES = {"allocated": "mem_allocated_mib", "max allocated": "mem_max_mib", "reserved": "mem_reserved_mib",
              "max reserved": "mem_max_reserved_mib"}
@@ -52,7 +56,18 @@ def _train(df: pl.DataFrame) -> pl.DataFrame:
     step = pl.col("msg").str.extract(r"\biteration\s+(\d+)/", 1).cast(pl.Int64, strict=False)
     # Fields are ` key: value |`: split on the literal separators (the first item is `[ts] iteration N/M`).
     kv = split_pairs(df.with_columns(step.alias("step")), pl.col("msg"), "|", ":")
-    rows = kv.select("_i", "step", canonical_of(kv, "key", NAMES).alias("name"), num(pl.col("val")).alias("value"))
+    name = canonical_of(kv, "key", NAMES)
+    value = num(pl.col("val"))
+    fields = kv.filter(pl.col("key") != "global_step").select(
+        "_i", "step",
+        name.alias("name"),
+        # NeMo's `train_step_timing in s` is seconds.
+        pl.when(pl.col("key") == "train_step_timing in s").then(value * 1000.0).otherwise(value).alias("value"),
+    )
+    # NeMo 2 / Megatron-bridge lines start `Training epoch 0, iteration 120/149 | ...`.
+    epoch = df.select("_i", step.alias("step"), pl.lit("epoch").alias("name"),
+                      pl.col("msg").str.extract(r"(?i)\bepoch (\d+),? iteration", 1).cast(pl.Float64, strict=False).alias("value"))
+    rows = pl.concat([epoch.filter(pl.col("value").is_not_null()), fields])
     # The loss field vanishes when its interval average was NaN; say so unless skipped iterations explain it.
     has_loss = rows.group_by("_i").agg(
         pl.col("name").str.contains(r"(?:^|_)loss$").any().alias("has_loss"),
@@ -60,7 +75,7 @@ def _train(df: pl.DataFrame) -> pl.DataFrame:
     )
     absent = (
         df.select("_i", step.alias("step"))
-        .join(has_loss, on="_i", how="left")
+        .join(has_loss, on="_i", how="left", maintain_order="left")
         .filter(~pl.col("has_loss").fill_null(False) & (pl.col("skipped").fill_null(0) == 0))
         .select("_i", "step", pl.lit("loss").alias("name"), pl.lit(float("nan")).alias("value"))
     )

@@ -67,12 +67,12 @@ def assign_hf_steps(metrics: pl.DataFrame) -> pl.DataFrame:
         left_on="_to", right_on="_al", by="_r", strategy="backward", check_sortedness=False,
     ).filter(pl.col("_al") >= pl.col("line") - 2).select("line", "seg", "_r", "_above")
     steps = (
-        dicts.join(after, on=["line", "seg", "_r"], how="left")
-        .join(before, on=["line", "seg", "_r"], how="left")
-        .join(above, on=["line", "seg", "_r"], how="left")
+        dicts.join(after, on=["line", "seg", "_r"], how="left", maintain_order="left")
+        .join(before, on=["line", "seg", "_r"], how="left", maintain_order="left")
+        .join(above, on=["line", "seg", "_r"], how="left", maintain_order="left")
     )
     steps = steps.select("line", "seg", "_r", pl.coalesce("_after", "_before", "_above").alias("_hs"))
-    out = rest.with_columns(r.alias("_r")).join(steps, on=["line", "seg", "_r"], how="left")
+    out = rest.with_columns(r.alias("_r")).join(steps, on=["line", "seg", "_r"], how="left", maintain_order="left")
     fill = (pl.col("source") == "hf_dict") & pl.col("step").is_null()
     out = out.with_columns(pl.when(fill).then(pl.col("_hs")).otherwise(pl.col("step")).alias("step"))
     return out.drop("_r", "_hs")

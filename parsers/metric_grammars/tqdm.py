@@ -34,6 +34,7 @@ BAR = (
 MATCH = r"(?:\d%(?:\|[^|\]]*\||\s)\s*\d+/\d+|\d+(?:it|\s?[a-z]+)?)\s*\[[\d:]+(?:<[\d:?]+)?,\s*[^,\]]*?(?:it/s|s/it|/s|s/[a-z]+)"
 POSTFIX_NAMES = {
     "train_loss": "loss",
+    "reduced_train_loss": "loss",  # NeMo
     "train_loss_step": "loss",
     "loss_step": "loss",
     "train/loss": "loss",
@@ -44,6 +45,7 @@ POSTFIX_NAMES = {
     "ups": "updates_per_s",
     "clip": "clip_pct",
 }
+SECONDS_KEYS = {"train_step_timing_in_s", "train_step_timing", "step_time", "iter_time", "batch_time"}
 SKIP = ["v_num", "batch_idx", "num_updates", "step", "global_step", "steps", "split_idx"]
 BAR_NAME = "_bar"
 
@@ -90,7 +92,7 @@ def postfix_rows(states: pl.DataFrame, state: dict) -> pl.DataFrame:
         .group_by("_b").agg(num(pl.col("val")).first().cast(pl.Int64, strict=False).alias("_ps"))
     )
     epoch = pl.col("desc").str.extract(r"^Epoch (\d+)$", 1).cast(pl.Int64, strict=False)
-    kv = kv.join(step_key, on="_b", how="left").with_columns(
+    kv = kv.join(step_key, on="_b", how="left", maintain_order="left").with_columns(
         pl.coalesce(pl.col("_ps"), epoch * pl.col("total") + pl.col("n"), pl.col("n")).alias("step"),
         pl.col("desc").str.replace_all(r"\d+", "#").alias("_dk"),
     )
@@ -99,10 +101,13 @@ def postfix_rows(states: pl.DataFrame, state: dict) -> pl.DataFrame:
     name = canonical_of(kv, "key", POSTFIX_NAMES)
     other_loss = ((name == "loss") & (pl.col("key") != "loss")).any().over("_b")
     name = pl.when((pl.col("key") == "loss") & other_loss).then(pl.lit("loss_avg")).otherwise(name)
+    value = num(pl.col("val").str.strip_prefix("tensor(").str.strip_suffix(")"))
+    # Seconds-valued timing keys (NeMo `train_step_timing in s`) -> step_time_ms.
+    seconds = name.is_in(list(SECONDS_KEYS))
     rows = kv.filter(~pl.col("key").str.to_lowercase().is_in(SKIP)).select(
         "_i", "_b", "rank", "_dk", "step",
-        name.alias("name"),
-        num(pl.col("val").str.strip_prefix("tensor(").str.strip_suffix(")")).alias("value"),
+        pl.when(seconds).then(pl.lit("step_time_ms")).otherwise(name).alias("name"),
+        pl.when(seconds).then(value * 1000.0).otherwise(value).alias("value"),
     ).filter(pl.col("value").is_not_null())
     return _dedupe(rows.sort("_b"), state)
 
@@ -117,7 +122,7 @@ def _dedupe(rows: pl.DataFrame, state: dict) -> pl.DataFrame:
             [{"rank": k[0], "_dk": k[1], "name": k[2], "_prev": v} for k, v in last.items()],
             schema={"rank": pl.Int32, "_dk": pl.String, "name": pl.String, "_prev": pl.Float64},
         )
-        rows = rows.join(prev, on=key, how="left", nulls_equal=True)
+        rows = rows.join(prev, on=key, how="left", nulls_equal=True, maintain_order="left")
     else:
         rows = rows.with_columns(pl.lit(None, pl.Float64).alias("_prev"))
     before = pl.coalesce(pl.col("value").shift(1).over(key), pl.col("_prev"))
