@@ -569,6 +569,7 @@ EXTRA_LINES = [
     "\tsize mismatch for model.embed_tokens.weight: copying a param with shape torch.Size([32001, 4096]) from checkpoint, the shape in current model is torch.Size([32000, 4096]).",
     "Timeout (0:10:00)!",
     'Thread 2893 (idle): "MainThread"',
+    "    - tensor 'L['x']' size mismatch at index 0. expected 19, actual 21",  # dynamo_recompile_reason list line, prefix stripped (OBS pytorch#110325)
 ]
 
 
@@ -658,6 +659,10 @@ NEAR_MISSES = [
     ("/usr/lib/python3/site-packages/foo.py:12: UserWarning: something odd", {"python_warning"}),
     # a Rendezvous word inside a traceback frame is not an error line
     ('  File "/x/torch/distributed/elastic/rendezvous/dynamic_rendezvous.py", line 1, in next_rendezvous', set()),
+    # a data loader that skips an empty sample is not an OOM recovery
+    ("Skipping batch 12: no valid boxes", set()),
+    # a tokenizer mismatch warning, not a dynamo guard failure
+    ("  - vocab size mismatch at index lookup: 32000 vs 32001", set()),
 ]
 
 
@@ -793,6 +798,49 @@ REAL_CASES = [
     ("cuda_init", "formats.md §2.6 UserWarning shape; this cause [REC, well known]",
      "UserWarning: CUDA initialization: CUDA unknown error - this may be due to an incorrectly set up environment, e.g. changing env variable CUDA_VISIBLE_DEVICES after program start. Setting the available devices to be zero. (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)",
      "cuda_init_failed", "warning", {"where": "../c10/cuda/CUDAFunctions.cpp:108"}),
+    # --- forms found in real incident threads (tests/recordings/incidents) ---
+    ("oom_recovered_fairseq", "OBS fairseq#103", "| WARNING: ran out of memory on GPU #2, skipping batch",
+     "oom_recovered", "info", {"gpu": "2"}),
+    ("oom_recovered_skipping_line", "OBS ray#5755 (fairseq under Ray)", "(pid=3959, ip=172.31.41.219)  Skipping batch",
+     "oom_recovered", "info", {}),
+    ("oom_recovered_metaseq", "OBS metaseq#314", "2022-08-21 00:29:47 | WARNING | metaseq.trainer | attempting to recover from OOM in forward/backward pass",
+     "oom_recovered", "info", {"phase": "forward/backward"}),
+    ("kernel_assert_backticks_eaten", "OBS LiyuanLucasLiu/LM-LSTM-CRF#27",
+     "`/opt/conda/conda-bld/pytorch_1518244421288/work/torch/lib/THCUNN/ClassNLLCriterion.cu:101: void cunn_ClassNLLCriterion_updateOutput_kernel(Dtype *, Dtype *, Dtype *, long *, Dtype *, int, int, int, int, long) [with Dtype = float, Acctype = float]: block: [0,0,0], thread: [2,0,0] Assertion t >= 0 && t < n_classes failed.`",
+     "cuda_kernel_assert", "error", {"cond": "t >= 0 && t < n_classes", "line": "101", "form": "unquoted"}),
+    ("thnn_cpu_cur_target", "OBS pytorch#1204",
+     "`RuntimeError: Assertion `cur_target >= 0 && cur_target < n_classes' failed.  at /opt/conda/conda-bld/pytorch_1525812548180/work/aten/src/THNN/generic/SpatialClassNLLCriterion.c:111`",
+     "target_out_of_bounds", "error", {"cond": "cur_target >= 0 && cur_target < n_classes", "line": "111", "form": "thnn_cpu"}),
+    ("triton_illegal_memory_access", "OBS vllm#17098",
+     "ERROR 04-15 00:31:11 worker_base.py:574] RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered",
+     "illegal_memory_access", "error", {}),
+    ("cupy_invalid_handle", "OBS asappresearch/sru#8",
+     "cupy.cuda.driver.CUDADriverError: CUDA_ERROR_INVALID_HANDLE: invalid resource handle",
+     "invalid_resource_handle", "error", {}),
+    ("tensorrt_invalid_handle", "OBS NVIDIA/TensorRT#3028",
+     "[reformat.cu::operator()::1606] Error Code 1: Cuda Runtime (invalid resource handle)",
+     "invalid_resource_handle", "error", {"trt_code": "1", "form": "tensorrt"}),
+    ("fork_reinit", "OBS 4D-Humans#59",
+     "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method)",
+     "cuda_fork_reinit", "error", {}),
+    ("inplace_head_only", "OBS NVlabs/FUNIT#23 (message split over code blocks)",
+     "RuntimeError: one of the variables needed for gradient computation has been modified by an inplace operation: ",
+     "inplace_autograd_error", "error", {"form": "head"}),
+    ("collective_mismatch_cut", "OBS Lightning#19106 (paste cut inside the fingerprint)",
+     "RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=21, OpType=BROADCAST, TensorShape=[1], TensorDtypes=Long, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), requires_grad=false (default), pinned_memory=false (default), memory_format",
+     "collective_mismatch", "error", {"rank": "1", "form": "cut"}),
+    ("collective_mismatch_nccl_24", "OBS NVIDIA/nccl#296",
+     "`init.cc:1247 NCCL WARN Mismatched collective detected, please check your collective calls at and around rank 39. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs`",
+     "collective_mismatch", "error", {"around_rank": "39", "form": "nccl"}),
+    ("torchdynamo_2022_cache_limit", "OBS pytorch/torchdynamo#330",
+     "cuda eval  tacotron2                          WARNING:torchdynamo.convert_frame:torchdynamo hit recompilation cache limit (64) for function 'forward' (/home/jansel/torchbenchmark/torchbenchmark/models/tacotron2/model.py:381), due to the following guard failures: [['len(alignments) == 0'], ['len(alignments) == 0']]",
+     "dynamo_recompile_limit", "warning", {"limit": "64", "function": "forward", "reason": "[['len(alignments) == 0'], ['len(alignments) == 0']]"}),
+    ("recompiles_guard_failure_list", "OBS pytorch#110325",
+     "[2023-11-06 14:54:08,549] torch._dynamo.guards.__recompiles: [DEBUG]     - tensor 'L['x']' size mismatch at index 0. expected 20, actual 21",
+     "dynamo_recompile_reason", "info", {"reason": "tensor 'L['x']' size mismatch at index 0. expected 20, actual 21", "form": "guard_failure_list"}),
+    ("storage_write_fd", "OBS pytorch#10577",
+     "RuntimeError: write(): fd 29 failed with Input/output error",
+     "checkpoint_write_failed", "error", {"fd": "29", "reason": "Input/output error"}),
 ]
 
 

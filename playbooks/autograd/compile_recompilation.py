@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import polars as pl
+
 from forensics.context import Context
 from playbooks.base import Playbook, Threshold, declare
 from playbooks.evidence import combine, detection, events, first_message
+from playbooks.fields import field
 from playbooks.model import Cause, Detection, Severity
 
 RECOMPILE_CODES = ("dynamo_recompile",)
 LIMIT_CODES = ("dynamo_recompile_limit",)
 BREAK_CODES: tuple[str, ...] = ()  # graph-break reports are not in the signature table yet
+REASON_CODES = ("dynamo_recompile_reason",)
+# Guards on tensor sizes and strides: the input shapes change.
+SHAPE_GUARD = r"(?i)size mismatch|stride mismatch|\.size\(\)|\bnumel\b|dimensionality"
+# Guards on Python values: ints, flags, object ids, lengths captured in the graph.
+VALUE_GUARD = r"==|!=|___check_obj_id|ID_MATCH|EQUALS_MATCH|TYPE_MATCH|\blen\("
 
 PLAYBOOK = declare(
     Playbook(
@@ -45,7 +53,11 @@ graph breaks.
 Each recompile costs seconds to minutes; after the limit the model silently runs uncompiled and slow.
 
 ## Evidence
-`events` with recompile, cache-limit and graph-break codes.
+`events` with recompile, cache-limit and graph-break codes. The number of recompiles is the number of
+`Recompiling function` lines, or more when one of them lists more guard failures (one per cached
+compilation). The failed guards (`last reason:`, the guard-failure list, the 2022 `due to the
+following guard failures`) tell the causes apart: size or stride mismatches point to dynamic shapes,
+guards on Python values (`== 31868`, `len(x) == 0`, object ids) to Python state in the graph.
 
 ## Known false positives
 One or two recompiles (the first call, a shorter last batch) are normal and below `min_recompiles`.
@@ -58,22 +70,40 @@ One or two recompiles (the first call, a shorter last batch) are normal and belo
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Repeated recompiles, a hit cache limit, or graph breaks."""
     rec, lim, brk = events(ctx, RECOMPILE_CODES), events(ctx, LIMIT_CODES), events(ctx, BREAK_CODES)
-    if lim.height == 0 and rec.height < th["min_recompiles"] and brk.height == 0:
+    reasons = ctx.events_of(*REASON_CODES)
+    recompiles = max(rec.height, _listed_cache_entries(rec, reasons))
+    if lim.height == 0 and recompiles < th["min_recompiles"] and brk.height == 0:
         return None
     parts = [p for p in (lim, rec, brk) if p.height]
     ev = combine(*parts)
-    text = " ".join(ev.get_column("message").to_list()[:50]).lower()
+    # The failed guards tell the causes apart; the limit line itself (`cache_size_limit`) says nothing.
+    guard_text = pl.concat([reasons.with_columns(field("reason").alias("r")).get_column("r"),
+                            lim.with_columns(field("reason").alias("r")).get_column("r")]).drop_nulls()
+    text = "\n".join(guard_text.to_list()[:50])
     causes: dict[str, float] = {}
-    if "size" in text or "shape" in text or "stride" in text:
+    if pl.Series([text]).str.contains(SHAPE_GUARD)[0]:
         causes["dynamic_shapes"] = 0.9
-    if "id_match" in text or "equals_match" in text or "___check_obj_id" in text or "== " in text:
-        causes["python_state_in_graph"] = 0.6
+    if pl.Series([text]).str.contains(VALUE_GUARD)[0]:
+        causes["python_state_in_graph"] = 0.9
     if brk.height:
         causes["graph_breaks"] = 0.6
     if not causes:
         causes["dynamic_shapes"] = 0.5
-    what = "hit the recompile limit" if lim.height else f"recompiled {rec.height} times" if rec.height else f"{brk.height} graph breaks"
+    what = "hit the recompile limit" if lim.height else f"recompiled {recompiles} times" if recompiles else f"{brk.height} graph breaks"
     return detection(ev, f"torch.compile {what}: {first_message(lim if lim.height else ev)}", causes,
-                     confidence=0.9 if lim.height or rec.height else 0.6,
-                     severity=Severity.LOW if not lim.height and not rec.height else None,
-                     facts={"recompiles": rec.height, "cache_limit_hits": lim.height, "graph_breaks": brk.height})
+                     confidence=0.9 if lim.height or recompiles else 0.6,
+                     severity=Severity.LOW if not lim.height and not recompiles else None,
+                     facts={"recompiles": recompiles, "cache_limit_hits": lim.height, "graph_breaks": brk.height})
+
+
+def _listed_cache_entries(rec: pl.DataFrame, reasons: pl.DataFrame) -> int:
+    """Most guard failures listed under one `Recompiling function` line (TORCH_LOGS=recompiles lists one
+    per cached entry, so N lines mean at least N compilations already)."""
+    listed = reasons.filter(field("form") == "guard_failure_list")
+    if rec.height == 0 or listed.height == 0:
+        return 0
+    heads = rec.select("file", pl.col("line").alias("head"))
+    owned = (listed.select("file", "line").join(heads, on="file").filter(pl.col("head") <= pl.col("line"))
+             .group_by("file", "line").agg(pl.col("head").max()))
+    counts = owned.group_by("file", "head").len()
+    return int(counts.get_column("len").max() or 0) if counts.height else 0

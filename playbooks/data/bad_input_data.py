@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forensics.context import Context
+from forensics.context import Context, onset_of
 from playbooks.base import Playbook, declare
 from playbooks.evidence import combine, detection, events, first_message, where
 from playbooks.fields import field
@@ -14,6 +14,8 @@ ASSERT_CODES = ("cuda_kernel_assert",)
 LABEL_ASSERT = r"n_classes|t >= 0 && t < n_classes|cur_target"
 INDEX_CODES = ("embedding_index_out_of_range",)
 INDEX_ASSERT = r"srcIndex < srcSelectDimSize|index out of bounds|idx_dim >= 0"
+# The asynchronous error reports a kernel assert causes (they may be printed before the assert lines).
+REPORT_CODES = ("device_side_assert",)
 
 PLAYBOOK = declare(
     Playbook(
@@ -48,7 +50,10 @@ On GPU the label error surfaces as an asynchronous device-side assert far from i
 in the data or the class count, not the model.
 
 ## Evidence
-`events` with label-range, index-range and non-finite-input codes.
+`events` with label-range, index-range and non-finite-input codes. The kernel's assert lines reach
+stderr only when the host next synchronises, often after the `device-side assert triggered` error
+they caused: the finding's onset is the earliest of the asserts and of that error in the same file,
+so it explains the device-assert finding whatever the order of the lines.
 
 ## Known false positives
 An `IndexError` from ordinary Python list indexing is not a data-range error; only the tensor forms above count.
@@ -80,4 +85,10 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     what = "a label is out of range" if labels.height else "a token or gather index is out of range" if index.height else "invalid input data"
     cond = ev.with_columns(field("cond").alias("c")).get_column("c").drop_nulls()
     detail = f"assertion `{cond[0]}` failed ({ev.height} report(s))" if cond.len() else first_message(ev)
-    return detection(ev, f"{what}{where(row)}: {detail}", causes, confidence=0.95)
+    found = detection(ev, f"{what}{where(row)}: {detail}", causes, confidence=0.95)
+    # The kernel's assert lines are flushed to stderr when the host next synchronises, often after the
+    # `device-side assert triggered` error they caused: that error is where this failure shows first.
+    reported = events(ctx, REPORT_CODES).join(ev.select("file").unique(), on="file")
+    if reported.height:
+        found.onset = onset_of(combine(ev, reported))
+    return found

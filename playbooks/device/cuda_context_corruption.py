@@ -7,7 +7,7 @@ from playbooks.base import Playbook, declare
 from playbooks.evidence import detection, events, first_message, where
 from playbooks.model import Cause, Detection, Severity
 
-CODES = ("invalid_resource_handle", "invalid_device_context", "cuda_busy_unavailable")
+CODES = ("invalid_resource_handle", "invalid_device_context", "cuda_busy_unavailable", "cuda_fork_reinit")
 
 PLAYBOOK = declare(
     Playbook(
@@ -42,7 +42,11 @@ These errors look random and move around the code; the cause is process/thread s
 that fails.
 
 ## Evidence
-`events` with context error codes; `gpu` compute mode per sample; `gpu_procs` PIDs per GPU.
+`events` with context error codes (also the driver-API `CUDA_ERROR_INVALID_HANDLE: invalid resource
+handle` of CuPy and TensorRT's `Cuda Runtime (invalid resource handle)`); `gpu` compute mode per
+sample; `gpu_procs` PIDs per GPU. `Cannot re-initialize CUDA in forked subprocess` and
+`initialization error` rank the fork cause first; a bare invalid handle ranks the device-guard cause
+first (a stream or buffer created under one device's context and used under another's).
 
 ## Known false positives
 `invalid resource handle` can follow an earlier device-side assert (the context is then dead): the
@@ -59,6 +63,11 @@ def detect_events(ctx: Context, th: dict) -> Detection | None:
     if ev.height == 0:
         return None
     text = " ".join(ev.get_column("message").to_list()[:20]).lower()
-    causes = {"fork_after_cuda": 0.9} if "fork" in text or "initialization error" in text else {"threads_without_device_guard": 0.6, "fork_after_cuda": 0.5, "shared_gpu": 0.4}
+    if "fork" in text or "initialization error" in text:
+        causes = {"fork_after_cuda": 0.9}
+    else:
+        # A handle (stream, event, memory) used under another device's context is the usual way to
+        # an invalid handle; a fork leaves its own words ('forked subprocess', 'initialization error').
+        causes = {"threads_without_device_guard": 0.8, "shared_gpu": 0.4, "fork_after_cuda": 0.3}
     row = ev.row(0, named=True)
     return detection(ev, f"CUDA context error{where(row)}: {first_message(ev)}", causes, confidence=0.85)

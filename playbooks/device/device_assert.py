@@ -43,6 +43,9 @@ line, so people debug the wrong code. Every later CUDA call on that process fail
 ## Evidence
 `events` with these codes. The advice lines that come with them (`CUDA kernel errors might be
 asynchronously reported …`, `For debugging consider passing CUDA_LAUNCH_BLOCKING=1`) are not evidence.
+A device-side assert is an index check, so it ranks the out-of-range cause first; an illegal memory
+access without an assert, or one raised by a Triton kernel (`Triton Error [CUDA]: …`), ranks the
+kernel bug first.
 
 ## Known false positives
 None known: these messages are only printed on a real failure.
@@ -59,6 +62,14 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         return None
     text = " ".join(ev.get_column("message").to_list()[:20])
     index_like = any(k in text for k in ("n_classes", "srcIndex < srcSelectDimSize", "index out of", "indexSelect", "IndexKernel", "device-side assert"))
-    causes = {"index_out_of_range": 0.8 if index_like else 0.4, "kernel_bug": 0.3 if index_like else 0.6}
+    # A fault raised inside a Triton or custom extension kernel points at that kernel.
+    custom_kernel = any(k in text for k in ("Triton Error", "triton", "CUDADriverError"))
+    if custom_kernel and not index_like:
+        causes = {"kernel_bug": 0.9, "index_out_of_range": 0.3}
+    elif index_like:
+        causes = {"index_out_of_range": 0.8, "kernel_bug": 0.3}
+    else:
+        # An illegal address without any assert: a kernel reading or writing out of bounds first.
+        causes = {"kernel_bug": 0.7, "index_out_of_range": 0.4}
     row = ev.row(0, named=True)
     return detection(ev, f"CUDA kernel error{where(row)}: {first_message(ev)}", causes, confidence=0.95)

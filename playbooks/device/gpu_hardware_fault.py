@@ -8,7 +8,7 @@ from playbooks.evidence import detection, events, first_message
 from playbooks.fields import field
 from playbooks.model import Cause, Detection, Severity
 
-CODES = ("xid", "sxid", "ecc_error", "gpu_fallen_off_bus")
+CODES = ("xid", "sxid", "ecc_error", "gpu_fallen_off_bus", "gpu_init_failed")
 # Xid codes that mean the hardware (memory, bus, GPU) failed, not the program. 13/31/43 are usually application faults.
 HW_XIDS = {"48", "63", "64", "74", "79", "92", "94", "95", "119", "120", "123", "140"}
 
@@ -37,7 +37,8 @@ PLAYBOOK = declare(
         doc="""\
 ## Symptom
 Kernel log `NVRM: Xid (PCI:…): N, …` lines, `uncorrectable ECC error encountered`, `GPU has fallen
-off the bus`, `Unable to determine the device handle for GPU … : GPU is lost`, pending retired pages
+off the bus`, `NVRM: GPU …: RmInitAdapter failed!` (the driver cannot initialise the GPU),
+`Unable to determine the device handle for GPU … : GPU is lost`, pending retired pages
 or uncorrectable ECC counts in nvidia-smi samples, a GPU missing from later samples.
 
 ## Why it matters
@@ -68,6 +69,10 @@ def detect_events(ctx: Context, th: dict) -> Detection | None:
         causes["failing_gpu"] = 0.9
     if "79" in xids or "fallen off" in text or "gpu is lost" in text:
         causes["bus_or_power"] = 0.9
+    elif "rminitadapter failed" in text:
+        # The driver cannot bring the GPU up: most often a link, power or firmware problem.
+        causes["bus_or_power"] = 0.7
+        causes["failing_gpu"] = max(causes.get("failing_gpu", 0.0), 0.4)
     if "74" in xids or "nvlink" in text:
         causes["nvlink"] = 0.8
     app_only = bool(xids) and not causes and set(xids) <= {"13", "31", "43"}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from forensics.context import Context
 from playbooks.base import Playbook, Threshold, declare
 from playbooks.evidence import detection, events, first_message, ranks_text
@@ -60,5 +62,10 @@ def detect_ddp_errors(ctx: Context, th: dict) -> Detection | None:
     if ev.height == 0:
         return None
     causes = {"unused_parameters": 0.9} if "reduction" in first_message(ev) or "unused" in first_message(ev).lower() else {"not_wrapped": 0.6, "unused_parameters": 0.4}
-    ranks = ranks_text(sorted({r for r in ev["rank"].to_list() if r is not None}))
-    return detection(ev, f"DDP gradient reduction failed{' on ' + ranks if ranks else ''}: {first_message(ev)}", causes, confidence=0.95)
+    seen = sorted({r for r in ev["rank"].to_list() if r is not None})
+    ranks = ranks_text(seen)
+    found = detection(ev, f"DDP gradient reduction failed{' on ' + ranks if ranks else ''}: {first_message(ev)}", causes, confidence=0.95)
+    if found.onset.rank is None and len(seen) == 1:
+        # The error line has no rank prefix but its parameter list names the rank (`... for rank 3:`).
+        found.onset = replace(found.onset, rank=seen[0])
+    return found

@@ -13,8 +13,12 @@ from playbooks.model import ANY_PLAYBOOK, Cause, Detection, Severity
 TIMEOUT_CODES = ("nccl_watchdog_timeout", "nccl_work_status", "nccl_heartbeat_timeout", "store_timeout",
                  "store_socket_timeout", "gloo_error")
 ERROR_CODES = ("nccl_error", "nccl_error_detail", "nccl_comm_aborted", "nccl_socket_connect_failed",
-               "nccl_ib_completion_error", "nccl_warn", "dist_network_error")
+               "nccl_ib_completion_error", "nccl_warn", "dist_network_error", "nccl_ops_failed")
 NETWORK_TEXT = r"(?i)socket|connect|NET/IB|ibv_|network|Connection reset|remote process exited|ib_|RoCE"
+# Failures of the fabric itself: IB work completions in error, refused or aborted connections, a peer
+# closing the socket. A peer that died first causes them too; the engine then confirms peer_died_first.
+FABRIC_CODES = ("nccl_ib_completion_error", "nccl_socket_connect_failed")
+FABRIC_TEXT = r"(?i)Connection closed by (?:remote )?peer|Connection reset by peer|Got completion from peer|socketStartConnect|Connect to \S+ failed"
 INTERFACE_TEXT = r"(?i)NCCL_SOCKET_IFNAME|Bootstrap : no socket interface|no socket interface found|No usable|failed to bind"
 
 PLAYBOOK = declare(
@@ -55,7 +59,10 @@ finding points to that rank when its own error is in the logs (the engine makes 
 
 ## Evidence
 `events`: watchdog timeouts with their rank, SeqNum, op type, timeout and elapsed time; NCCL errors
-with their `Last error` detail; `NCCL WARN` lines.
+with their `Last error` detail; `NCCL WARN` lines. Fabric errors (IB completions in error such as
+`status=12` retry-exceeded, refused or aborted socket connects, `Connection closed by remote peer`)
+rank the network cause first, unless another finding shows a peer died first (then its failure is
+the root and this finding its consequence).
 
 ## Known false positives
 `NCCL INFO` chatter and the advice sentences that follow a timeout (`Due to the asynchronous nature of
@@ -88,6 +95,11 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     text = pl.concat([ev.get_column("message"), ev.get_column("text")]).str.join("\n")[0] if ev.height else ""
     if pl.Series([text]).str.contains(NETWORK_TEXT)[0]:
         causes["network"] = 0.6
+    if errors.filter(pl.col("code").is_in(list(FABRIC_CODES)) | pl.col("message").str.contains(FABRIC_TEXT)).height:
+        # The fabric reported the failure itself: unless another finding shows a peer died first,
+        # the network is the likelier cause.
+        causes["network"] = 1.0
+        causes["peer_died_first"] = 0.15
     if pl.Series([text]).str.contains(INTERFACE_TEXT)[0]:
         causes["wrong_interface"] = 0.6
     ranks = sorted({r for r in ev.get_column("rank").to_list() if r is not None})

@@ -35,7 +35,8 @@ PLAYBOOK = declare(
         doc="""\
 ## Symptom
 At an out-of-memory error, the memory PyTorch has reserved but not allocated is a large share of the
-GPU (default more than 20%): the allocation failed although the cache holds enough bytes.
+GPU (default more than 20%) and, with the free memory, would have held the request: the allocation
+failed although the cache holds enough bytes.
 
 ## Why it matters
 The job dies with memory nominally available; a smaller batch is the wrong fix and wastes the GPU.
@@ -45,8 +46,9 @@ The job dies with memory nominally available; a smaller batch is the wrong fix a
 `reserved in total by PyTorch` minus `already allocated` (1.x bracket format), against the capacity.
 
 ## Known false positives
-A request larger than all free plus reserved memory is demand, not fragmentation: the cuda-oom
-playbook ranks that cause first. The advice sentence `If reserved but unallocated memory is large …`
+A request larger than the free plus the reserved-but-unallocated memory is demand, not
+fragmentation (no arrangement of the cached blocks would have fit it): this playbook stays silent
+and cuda-oom ranks demand first. The advice sentence `If reserved but unallocated memory is large …`
 is printed with every OOM and proves nothing by itself.
 """,
     )
@@ -64,8 +66,12 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         pl.coalesce(size_mib(field("reserved_unallocated")),
                     size_mib(field("reserved")) - size_mib(field("allocated"))).alias("frag"),
         size_mib(field("requested")).alias("req"),
+        size_mib(field("free")).alias("free"),
     ).filter(pl.col("cap").is_not_null() & pl.col("frag").is_not_null())
     ev = ev.filter(pl.col("frag") / pl.col("cap") >= th["reserved_share"])
+    # Only when the request would fit into free plus reserved-but-unallocated memory: a request larger
+    # than both is demand, and no allocator setting would have saved it.
+    ev = ev.filter(pl.col("req").is_null() | pl.col("free").is_null() | (pl.col("req") <= pl.col("free") + pl.col("frag")))
     if ev.height == 0:
         return None
     row = ev.row(0, named=True)

@@ -11,6 +11,8 @@ from playbooks.model import Cause, Detection, Severity
 
 # Event codes of the signature table that are a device allocation failure.
 OOM_CODES = ("cuda_oom", "mps_oom")
+# A trainer's OOM handler reports the skipped batch within this many lines of the OOM message.
+RECOVERY_LINES = 3
 
 PLAYBOOK = declare(
     Playbook(
@@ -58,13 +60,20 @@ so the first OOM is usually the root of a cascade of NCCL timeouts and launcher 
 ## Evidence
 `events` with an OOM code. The numbers of the message tell the causes apart: requested size,
 capacity, free, allocated by PyTorch, reserved-but-unallocated, and `Process N has X memory in use`
-sentences naming other processes. `gpu_procs` (nvidia-smi) can show foreign PIDs too, and a
-`memory-leak` finding shows growth before the failure.
+sentences naming other processes. A request larger than free plus reserved-but-unallocated memory is
+demand; one that would fit into them is fragmentation; other processes holding more than the
+shortfall make the foreign-process cause outrank demand. In a container NVML cannot match the job's
+own PID, so the message lists the job itself as `Process N` (and has no `this process has` sentence):
+the smallest listed amount that holds all of PyTorch's reservation is taken as the job, not a
+foreign process. `gpu_procs` (nvidia-smi) can show foreign PIDs too, and a `memory-leak` finding
+shows growth before the failure.
 
 ## Known false positives
-A caught OOM that the program recovers from (e.g. an automatic batch-size finder) still prints the
-message; it is reported, with the onset, but the run may have gone on. Advice text
-(`If reserved but unallocated memory is large …`) is never evidence on its own.
+An OOM a trainer catches and skips (fairseq's `| WARNING: ran out of memory …, skipping batch`,
+`attempting to recover from OOM`) is reported at medium severity and lower confidence when every OOM
+is followed by such a line and no error follows in that file: the run went on. A caught OOM that
+prints nothing afterwards (e.g. an automatic batch-size finder) cannot be told from a crash by its
+text. Advice text (`If reserved but unallocated memory is large …`) is never evidence on its own.
 
 ## References
 PyTorch `c10/cuda/CUDACachingAllocator.cpp`; reference/formats.md §2.1.
@@ -86,31 +95,19 @@ def detect_oom_events(ctx: Context, th: dict) -> Detection | None:
         size_mib(field("allocated")).alias("alloc"),
         size_mib(field("reserved_unallocated")).alias("frag"),
         size_mib(field("reserved")).alias("reserved"),
-        field("processes").alias("procs"),
+        field("other_memory").alias("others"),
+        field("this_process").alias("this_process"),
         field("gpu").alias("gpu"),
     )
     first = ev.row(0, named=True)
     ranks = sorted({r for r in ev.get_column("rank").to_list() if r is not None})
-    causes: dict[str, float] = {}
     cap, req, free, frag = first["cap"], first["req"], first["free"], first["frag"]
     if frag is None and first["reserved"] is not None and first["alloc"] is not None:
         frag = max(first["reserved"] - first["alloc"], 0.0)  # old bracket form: reserved in total
-    foreign = _foreign_mib(first["procs"])
-    foreign_fits = False
-    if cap and foreign and foreign / cap >= th["foreign_share"]:
-        causes["foreign_process"] = 1.0
-        foreign_fits = req is None or foreign >= req
-    if cap and frag is not None and frag / cap >= th["fragmentation_share"]:
-        causes["fragmentation"] = 0.9
-    if req is not None and free is not None and (free == 0 or req / max(free, 1e-9) >= th["demand_share"]):
-        causes["demand_above_capacity"] = 0.8
-    elif req is not None and free is not None and frag is not None and frag >= req:
-        causes["fragmentation"] = max(causes.get("fragmentation", 0.0), 0.7)
-    if not causes:
-        causes["demand_above_capacity"] = 0.5
-    if foreign_fits and "demand_above_capacity" in causes:
-        # The other processes hold more than was requested: without them the allocation fits.
-        causes["demand_above_capacity"] *= 0.25
+    foreign = _foreign_mib(first["others"], own_listed=first["this_process"] is None,
+                           pytorch_reserved=None if first["alloc"] is None else first["alloc"] + (frag or 0.0))
+    causes, discount = _causes(th, cap=cap, req=req, free=free, frag=frag, foreign=foreign)
+    recovered = _recovered(ctx, ev)
     where = f" on rank {first['rank']}" if first["rank"] is not None else ""
     step = f" at step {first['step']}" if first["step"] is not None else ""
     gpu = f" (GPU {first['gpu']})" if first["gpu"] is not None else ""
@@ -124,22 +121,78 @@ def detect_oom_events(ctx: Context, th: dict) -> Detection | None:
         if foreign:
             numbers += f", {fmt_mib(foreign)} held by other processes"
     more = f" ({ev.height} OOM errors on {len(ranks)} rank(s))" if ev.height > 1 else ""
+    caught = "; the program caught it and went on (batch skipped), the run did not crash" if recovered else ""
     return Detection(
-        summary=f"CUDA out of memory{where}{step}{gpu}{numbers}{more}",
+        summary=f"CUDA out of memory{where}{step}{gpu}{numbers}{more}{caught}",
         onset=onset_of(ev),
         evidence=evidence_rows(ev),
         evidence_count=ev.height,
         causes=causes,
-        facts={k: first[k] for k in ("req", "cap", "free", "alloc", "frag") if first[k] is not None} | {"foreign_mib": foreign},
+        discount=discount,
+        facts={k: first[k] for k in ("req", "cap", "free", "alloc", "frag") if first[k] is not None}
+        | {"foreign_mib": foreign, "recovered": recovered},
         ranks=ranks,
-        confidence=0.95,
+        # A caught OOM costs a skipped batch, not the run.
+        severity=Severity.MEDIUM if recovered else None,
+        confidence=0.7 if recovered else 0.95,
     )
 
 
-def _foreign_mib(procs: str | None) -> float | None:
-    """Sum of `Process N has X memory in use` amounts in the OOM message (other processes)."""
-    if not procs:
+def _causes(th: dict, *, cap: float | None, req: float | None, free: float | None, frag: float | None,
+            foreign: float | None) -> tuple[dict[str, float], dict[str, float]]:
+    """Cause strengths (and discounts) from the numbers of the first OOM message."""
+    causes: dict[str, float] = {}
+    discount: dict[str, float] = {}
+    shortfall = None if req is None or free is None else max(req - free, 0.0)
+    # The request fits into free plus reserved-but-unallocated memory: the bytes exist, split up.
+    fits_if_defragmented = shortfall is not None and frag is not None and frag >= shortfall
+    if cap and foreign and foreign / cap >= th["foreign_share"]:
+        causes["foreign_process"] = 1.0
+        if shortfall is None or foreign >= shortfall:
+            # Without the other processes the allocation would have fit: the job's own demand is not it.
+            discount["demand_above_capacity"] = 0.1
+    if cap and frag is not None and frag / cap >= th["fragmentation_share"] and fits_if_defragmented:
+        causes["fragmentation"] = 0.9
+    if shortfall is not None and not fits_if_defragmented:
+        causes["demand_above_capacity"] = 0.9  # more than free + cached: no allocator setting helps
+    elif req is not None and free is not None and (free == 0 or req / max(free, 1e-9) >= th["demand_share"]):
+        causes["demand_above_capacity"] = 0.8
+    elif fits_if_defragmented:
+        causes["fragmentation"] = max(causes.get("fragmentation", 0.0), 0.7)
+    if not causes:
+        causes["demand_above_capacity"] = 0.5
+    return causes, discount
+
+
+def _foreign_mib(others: str | None, *, own_listed: bool, pytorch_reserved: float | None) -> float | None:
+    """Memory of the `Process N has X memory in use` sentences that are other processes.
+
+    When NVML cannot match this process's PID (in a container) the message has no `this process has`
+    sentence and lists the process itself as `Process N`: the smallest listed amount that holds all of
+    PyTorch's reservation is then this process, not a foreign one.
+    """
+    if not others:
         return None
-    amounts = pl.Series([procs]).str.extract_all(r"Process \d+ has ([\d.]+ \w+) memory in use").explode()
-    total = pl.select(size_mib(pl.lit(amounts)).sum()).item() if amounts.len() and amounts[0] is not None else None
+    amounts = [a for a in pl.select(size_mib(pl.lit(pl.Series(others.split(","))))).to_series().to_list() if a is not None]
+    if own_listed and pytorch_reserved is not None:
+        own = [a for a in amounts if a >= pytorch_reserved]
+        if own:
+            amounts.remove(min(own))
+    total = sum(amounts)
     return float(total) if total else None
+
+
+def _recovered(ctx: Context, ev: pl.DataFrame) -> bool:
+    """Whether every OOM was caught by the program (a trainer's 'skipping batch' right after it) and
+    no error followed in that file: the run went on."""
+    marks = ctx.events_of("oom_recovered")
+    if marks.height == 0:
+        return False
+    ooms = ev.select("file", "line")
+    near = ooms.join(marks.select("file", pl.col("line").alias("m")), on="file").filter(
+        (pl.col("m") >= pl.col("line")) & (pl.col("m") <= pl.col("line") + RECOVERY_LINES))
+    if near.select("file", "line").unique().height < ooms.unique().height:
+        return False
+    last = ooms.group_by("file").agg(pl.col("line").max().alias("last"))
+    later = ctx.events.filter((pl.col("severity") == "error") & ~pl.col("code").is_in(list(OOM_CODES))).join(last, on="file")
+    return later.filter(pl.col("line") > pl.col("last")).height == 0
