@@ -30,7 +30,8 @@ def _cascade(tmp_path):
     files = {}
     for r in range(4):
         lines = [f"[rank{r}]:[I810 02:00:0{r}.000000000 train.py:10] starting"]
-        lines += [f"step {s} loss {2.5 - s * 0.01:.3f} lr 3e-4" for s in range(1, 121)]
+        # Each rank sees its own data, so per-rank losses differ.
+        lines += [f"step {s} loss {2.5 - s * 0.01 + r * 0.003:.3f} lr 3e-4" for s in range(1, 121)]
         if r == 3:
             lines += ["[rank3]: Traceback (most recent call last):",
                       '[rank3]:   File "/ws/train.py", line 270, in <module>',
