@@ -10,7 +10,9 @@ then loads it once per method, each in a fresh process (so peak RSS is per metho
   virtual environment (`--hta-python`, default /work/htavenv/bin/python; HTA is never a project
   dependency). Skipped with a message when that environment is missing.
 
-Usage: python bench/trace_bench.py [--copies 8] [--workdir /tmp] [--hta-python PATH] [--skip-hta]
+Usage: python bench/trace_bench.py [--copies 8] [--repeat 3] [--hta-repeat 1] [--workdir /tmp] [--hta-python PATH] [--skip-hta]
+Each method runs --repeat times in fresh processes and the fastest run is kept (a shared
+machine only ever adds time); peak RSS is the largest seen.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ import json, sys, time
 from forensics.sources import make_source
 from forensics.sniff import sniff_source
 from pathlib import Path
+from parsers.base import registry
+registry()  # import the parser modules before timing (as the other runners import their decoder)
 t = time.perf_counter()
 src = make_source(Path({path!r}), "bench.json")
 verdict = sniff_source(src)
@@ -111,12 +115,23 @@ def build(copies: int, out: Path) -> tuple[int, int]:
     return out.stat().st_size, n
 
 
-def run(python: str, code: str, timeout: int = 1800) -> dict:
-    proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-    if proc.returncode != 0:
-        return {"error": (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["failed"]}
-    line = proc.stdout.strip().splitlines()[-1]
-    return json.loads(line)
+def run(python: str, code: str, repeat: int = 1, timeout: int = 1800) -> dict:
+    """Run a measurement `repeat` times in fresh processes; keep the fastest (a shared, noisy
+    machine only ever adds time) and the largest peak RSS."""
+    best: dict = {}
+    for _ in range(max(1, repeat)):
+        proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        if proc.returncode != 0:
+            return {"error": (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["failed"]}
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        if not best:
+            best = r
+        else:
+            best["rss_mb"] = max(best["rss_mb"], r["rss_mb"])
+            if r["seconds"] < best["seconds"]:
+                best = {**r, "rss_mb": best["rss_mb"]}
+    best["runs"] = max(1, repeat)
+    return best
 
 
 def main() -> int:
@@ -126,6 +141,8 @@ def main() -> int:
     ap.add_argument("--hta-python", default="/work/htavenv/bin/python")
     ap.add_argument("--skip-hta", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the built trace file")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per method (the fastest is kept)")
+    ap.add_argument("--hta-repeat", type=int, default=1, help="runs of HTA (minutes each)")
     args = ap.parse_args()
     if not SOURCE.exists():
         print(f"corpus trace not found: {SOURCE}")
@@ -136,18 +153,18 @@ def main() -> int:
     print(f"built {path}: {size / 1e6:.1f} MB, {n:,} events ({args.copies} shifted copies of {SOURCE.name}) in {time.perf_counter() - t:.1f} s")
     me = sys.executable
     results = {
-        "ours": run(me, RUNNERS["ours"].format(root=str(ROOT), path=str(path), hwm=HWM)),
-        "orjson": run(me, RUNNERS["orjson"].format(path=str(path), gc="", hwm=HWM)),
-        "orjson (gc off)": run(me, RUNNERS["orjson"].format(path=str(path), gc="gc.disable()", hwm=HWM)),
-        "msgspec": run(me, RUNNERS["msgspec"].format(path=str(path), gc="", hwm=HWM)),
-        "msgspec (gc off)": run(me, RUNNERS["msgspec"].format(path=str(path), gc="gc.disable()", hwm=HWM)),
+        "ours": run(me, RUNNERS["ours"].format(root=str(ROOT), path=str(path), hwm=HWM), args.repeat),
+        "orjson": run(me, RUNNERS["orjson"].format(path=str(path), gc="", hwm=HWM), args.repeat),
+        "orjson (gc off)": run(me, RUNNERS["orjson"].format(path=str(path), gc="gc.disable()", hwm=HWM), args.repeat),
+        "msgspec": run(me, RUNNERS["msgspec"].format(path=str(path), gc="", hwm=HWM), args.repeat),
+        "msgspec (gc off)": run(me, RUNNERS["msgspec"].format(path=str(path), gc="gc.disable()", hwm=HWM), args.repeat),
     }
     if args.skip_hta:
         results["hta"] = {"error": ["skipped (--skip-hta)"]}
     elif not os.path.exists(args.hta_python):
         results["hta"] = {"error": [f"no HTA environment at {args.hta_python} (pip install HolisticTraceAnalysis there)"]}
     else:
-        results["hta"] = run(args.hta_python, RUNNERS["hta"].format(path=str(path), hwm=HWM))
+        results["hta"] = run(args.hta_python, RUNNERS["hta"].format(path=str(path), hwm=HWM), args.hta_repeat, timeout=3600)
     ours = results["ours"]
     print(f"\n{'method':<22}{'seconds':>9}{'peak RSS MB':>13}{'RSS/file':>10}{'ours/this':>11}  rows")
     for name, r in results.items():
