@@ -13,7 +13,7 @@ import os
 import polars as pl
 
 from forensics.tables import conform
-from parsers import blocks, metric_lines, nvsmi_table, signatures
+from parsers import blocks, metric_lines, nvsmi_table, profile_table, signatures
 from parsers.base import Parser, ParseResult, Sniffed
 from parsers.lines import ReadStats, iter_frames
 from parsers.prefixes import rank_from_path, split_prefixes
@@ -63,6 +63,7 @@ def parse(src, sn: Sniffed) -> ParseResult:
     m_parts: list[pl.DataFrame] = []
     state: dict = {}  # extractor state carried across chunks (e.g. last step per rank)
     for frame in iter_frames(src, stats=stats):
+        profile_table.from_log(frame, state)  # prof.key_averages().table() printouts -> counters
         cand = candidates(frame, year)
         if cand.height == 0:
             continue
@@ -89,6 +90,7 @@ def parse(src, sn: Sniffed) -> ParseResult:
     result.tables["metrics"] = conform("metrics", metrics.with_columns(pl.lit(src.rel).alias("file")).to_arrow())
     result.tables["events"] = conform("events", events.with_columns(pl.lit(src.rel).alias("file")).to_arrow())
     result.tables.update(nvsmi_table.log_tables(state, src.rel))
+    result.tables.update(profile_table.log_tables(state, src.rel, file_rank))
     problems = stats.problems() + list(src.problems)
     if problems:
         result.status = "partial" if (src.truncated or stats.invalid_utf8 or stats.nul_bytes) else "parsed"
