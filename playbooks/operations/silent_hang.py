@@ -13,6 +13,11 @@ from playbooks.model import Cause, Detection, Onset, Severity
 
 DUMP_CODES = ("nccl_heartbeat_timeout", "nccl_watchdog_stuck", "dataloader_timeout", "faulthandler_timeout", "py_spy_dump")
 ERROR_SEVERITIES = ("error",)
+# The job was stopped from outside (scheduler time limit, cancel, preemption): the launcher says so.
+KILL_CODES = ("torchrun_death_signal", "preemption_exit")
+# What the launcher prints while it stops the workers after such a signal (not errors of the run).
+SHUTDOWN_CODES = KILL_CODES + ("torchrun_closing_worker", "torchrun_child_failed", "torchrun_child_failed_report",
+                              "torchrun_worker_signal", "python_traceback", "shell_signal_exit", "process_killed")
 
 PLAYBOOK = declare(
     Playbook(
@@ -38,20 +43,25 @@ PLAYBOOK = declare(
         thresholds={
             "gap_minutes": Threshold(10, "minutes between a rank's last progress line and the end of the run's other logs", "ours; matches the default NCCL timeout"),
             "lag_steps": Threshold(20, "steps a rank's last logged step trails the furthest rank", "ours"),
+            "stall_intervals": Threshold(30, "silence before an outside kill, in typical intervals between progress lines, that counts as a hang of every rank", "ours"),
+            "stall_minutes": Threshold(2, "shortest silence before an outside kill that counts as a hang of every rank", "ours"),
         },
         doc="""\
 ## Symptom
 A rank's progress (step lines) stops while other ranks' logs go on for a long time (default 10
-minutes or 20 steps more), without an error on that rank; or stack dumps of stuck workers
-(`faulthandler` timeouts, `py-spy dump`, the NCCL heartbeat monitor reporting the watchdog stuck,
-`DataLoader timed out`).
+minutes or 20 steps more), without an error on that rank; or every rank's progress stops together
+and, after a long silence without any error (default 30 progress intervals and at least 2 minutes),
+the job is stopped from outside (`Received 15 death signal` from a scheduler's time limit or a
+cancel); or stack dumps of stuck workers (`faulthandler` timeouts, `py-spy dump`, the NCCL heartbeat
+monitor reporting the watchdog stuck, `DataLoader timed out`).
 
 ## Why it matters
 Hung jobs burn GPU hours until someone notices; the rank that stopped first is where to look.
 
 ## Evidence
-`metrics` (last step and time per rank) against the latest time/step in any log; `events` for dumps
-and for errors that would explain the stop (a rank that ends with an error is a crash, not a hang).
+`metrics` (last step and time per rank) against the latest time/step in any log; `events` for dumps,
+for the outside kill, and for errors that would explain the stop (a rank that ends with an error is
+a crash, not a hang; the launcher's own shutdown messages after the kill are not such errors).
 
 ## Known false positives
 A rank that simply logs less often (only rank 0 logs metrics) is not compared: only ranks that log
@@ -116,4 +126,44 @@ def detect_stalled_rank(ctx: Context, th: dict) -> Detection | None:
         confidence=0.7,
         facts={"stalled_ranks": ranks, "last_step": first["last_step"], "max_step": max_step},
         ranks=ranks,
+    )
+
+
+@PLAYBOOK.detector(("metrics",))
+def detect_stalled_then_killed(ctx: Context, th: dict) -> Detection | None:
+    """Every rank's progress stops at once; long after, with no error in between, the job is killed from outside."""
+    kill = ctx.events_of(*KILL_CODES).filter(pl.col("ts").is_not_null())
+    if kill.height == 0:
+        return None
+    m = ctx.metrics.filter(pl.col("step").is_not_null() & pl.col("ts").is_not_null())
+    if m.height == 0:
+        return None
+    killed_at = kill.get_column("ts").min()
+    m = m.filter(pl.col("ts") <= killed_at)
+    if m.height == 0:
+        return None
+    progress = m.group_by("file", "line").agg(pl.col("ts").first(), pl.col("step").first(), pl.col("rank").first()).sort("ts")
+    last_ts = progress.get_column("ts").max()
+    silence = (killed_at - last_ts).total_seconds()
+    gaps = progress.sort("file", "line").with_columns(pl.col("ts").diff().over("file").dt.total_seconds().alias("gap"))
+    typical = gaps.get_column("gap").drop_nulls().filter(gaps.get_column("gap").drop_nulls() > 0).median()
+    if typical is None or silence < max(th["stall_intervals"] * float(typical), th["stall_minutes"] * 60):
+        return None
+    # An error between the last progress and the kill means the run crashed (its playbook says why).
+    ev = ctx.events.filter(pl.col("severity").is_in(ERROR_SEVERITIES) & ~pl.col("code").is_in(list(SHUTDOWN_CODES)))
+    if ev.filter(pl.col("ts").is_null() | (pl.col("ts") > last_ts)).height:
+        return None
+    last = progress.filter(pl.col("ts") == last_ts).row(0, named=True)
+    last_step = int(progress.get_column("step").max())
+    rows = m.filter((pl.col("file") == last["file"]) & (pl.col("line") == last["line"])).head(1)
+    k = kill.row(0, named=True)
+    return Detection(
+        summary=f"every rank stopped making progress at step {last_step} ({last_ts:%H:%M:%S}); nothing was logged for "
+                f"{silence / 60:.0f} min, with no error, until the job was stopped from outside ({k['message']})",
+        onset=Onset(step=last_step, time=last_ts, file=last["file"], line=last["line"]),
+        evidence=evidence_rows(rows) + evidence_rows(kill.head(1)),
+        evidence_count=kill.height + 1,
+        causes={"collective_deadlock": 0.5, "stuck_dataloader": 0.5, "dead_peer": 0.3},
+        confidence=0.7,
+        facts={"last_step": last_step, "silence_s": round(silence, 1), "typical_interval_s": float(typical)},
     )
