@@ -25,9 +25,9 @@ PLAYBOOK = declare(
         tables=("events",),
         explains=("nccl-timeout", "silent-hang"),
         causes=(
-            Cause("not_writable", "The checkpoint folder is not writable (permissions, read-only mount)",
+            Cause("not_writable", "The checkpoint folder is missing or not writable (permissions, read-only mount, a folder never created)",
                   verify="touch <output_dir>/probe && rm <output_dir>/probe as the job's user",
-                  fix="Point output_dir at a writable location; check the mount is read-write before training starts", prior=0.35),
+                  fix="Create output_dir (os.makedirs(..., exist_ok=True)) on a writable location; check it before training starts", prior=0.35),
             Cause("disk_full", "The disk or quota filled up while writing",
                   verify="df -h <output_dir>; quota -s",
                   fix="Free space, keep fewer checkpoints (save_total_limit), write to larger storage", prior=0.35),
@@ -41,7 +41,8 @@ PLAYBOOK = declare(
         doc="""\
 ## Symptom
 Saving or loading a checkpoint failed: `PermissionError: [Errno 13] Permission denied` or
-`[Errno 28] No space left on device` inside `torch.save` / `save_pretrained`, `PytorchStreamReader
+`[Errno 28] No space left on device` inside `torch.save` / `save_pretrained`, `Parent directory …
+does not exist` from `torch.save`, `PytorchStreamReader
 failed reading zip archive: failed finding central directory`, safetensors header errors, an
 unpickling EOF on load.
 
@@ -84,7 +85,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     ev = combine(*parts)
     text = " ".join(ev.get_column("message").to_list()[:20])
     causes: dict[str, float] = {}
-    if "Errno 13" in text or "ermission denied" in text or "Read-only" in text:
+    if "Errno 13" in text or "ermission denied" in text or "Read-only" in text or "does not exist" in text:
         causes["not_writable"] = 1.0
     if "Errno 28" in text or "No space left" in text or "quota" in text.lower():
         causes["disk_full"] = 1.0
