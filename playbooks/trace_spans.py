@@ -99,6 +99,18 @@ def span_text() -> pl.Expr:
                      pl.col("dur_us").round(1))
 
 
+def step_onset(sp: pl.DataFrame, file: str, step: int | None = None) -> Onset | None:
+    """Onset at the ProfilerStep span of `step` (default: the trace's first profiled step), so a
+    step-scoped finding starts where its step starts (and can explain findings about that step)."""
+    st = sp.filter((pl.col("file") == file) & pl.col("name").str.contains(STEP_NAME)
+                   & ~pl.col("kind").is_in(["gpu_user_annotation"]).fill_null(False))
+    if step is not None:
+        st = st.filter(pl.col("step") == step)
+    if st.height == 0:
+        return None
+    return onset(st.sort("ts_us").row(0, named=True))
+
+
 def onset(row: dict) -> Onset:
     """Onset at one span row."""
     return Onset(step=row.get("step"), time=row.get("ts"), rank=row.get("rank"), file=row.get("file"), line=row.get("line"))

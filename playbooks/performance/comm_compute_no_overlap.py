@@ -73,7 +73,7 @@ def detect_trace(ctx: Context, th: dict) -> list[Detection]:
     for r in table.iter_rows(named=True):
         comm_share = r["comm_us"] / r["busy_us"] if r["busy_us"] else 0.0
         share = r["overlap_us"] / r["comm_us"] if r["comm_us"] else 1.0
-        if comm_share < th["comm_share"] or share >= th["overlap_share"]:
+        if comm_share < th["comm_share"] or share >= th["overlap_share"]:  # negligible, or hidden enough
             continue
         mine = comm.filter((pl.col("file") == r["file"]) & (pl.col("device") == r["device"]))
         streams = sorted({int(s) for s in mine["stream"].drop_nulls().to_list()})
@@ -84,7 +84,7 @@ def detect_trace(ctx: Context, th: dict) -> list[Detection]:
                    f"{comm_share:.0%} of device busy time; {mine.height} NCCL kernels on stream(s) {', '.join(map(str, streams))}")
         quoted = mine.sort("dur_us", descending=True).head(5)
         out.append(Detection(
-            summary=summary, onset=S.onset(mine.sort("ts_us").row(0, named=True)), evidence=S.quote(quoted, S.span_text()),
+            summary=summary, onset=S.step_onset(sp, r["file"]) or S.onset(mine.sort("ts_us").row(0, named=True)), evidence=S.quote(quoted, S.span_text()),
             evidence_count=mine.height, causes={"synchronous_collectives": 0.6, "bucket_settings": 0.5, "no_prefetch": 0.3},
             confidence=0.75,
             facts={"overlap_share": round(share, 3), "comm_us": round(r["comm_us"], 1), "overlap_us": round(r["overlap_us"], 1),

@@ -70,7 +70,7 @@ def detect_trace(ctx: Context, th: dict) -> list[Detection]:
                    f"threshold {th['data_share']:.0%}){gpu_txt}; loader: {mode}")
         first = quoted.sort("ts_us").row(0, named=True)
         out.append(Detection(
-            summary=summary, onset=S.onset(first), evidence=S.quote(quoted.head(6), text), evidence_count=loader.height,
+            summary=summary, onset=S.step_onset(sp, file, first["step"]) or S.onset(first), evidence=S.quote(quoted.head(6), text), evidence_count=loader.height,
             causes=causes, confidence=0.9 if part.height >= 5 else 0.75,
             facts={"median_share": round(med, 3), "steps": part.height, "single_process_loader": single,
                    "gpu_idle_during_loading": None if idle is None else round(idle, 3),

@@ -132,7 +132,7 @@ def detect_trace(ctx: Context, th: dict) -> list[Detection]:
                    f"{part.height} profiled steps; threshold {th['syncs_per_step']:.0f}): {sites}{gpu_txt}")
         quoted = rows.sort("ts_us").head(6)
         out.append(Detection(
-            summary=summary, onset=S.onset(quoted.row(0, named=True)), evidence=S.quote(quoted, S.span_text()),
+            summary=summary, onset=S.step_onset(sp, file, quoted["step"][0]) or S.onset(quoted.row(0, named=True)), evidence=S.quote(quoted, S.span_text()),
             evidence_count=rows.height, causes=causes, confidence=0.85,
             facts={"median_syncs_per_step": med, "steps": part.height, "sync_calls": dict(zip(top["name"], top["calls"], strict=True)),
                    "gpu_idle_after_sync_share": None if idle_share is None else round(idle_share, 4)},

@@ -90,7 +90,7 @@ def detect_trace(ctx: Context, th: dict) -> list[Detection]:
                    f"the GPU is busy {share:.0%} of its active window (threshold {th['busy_share']:.0%})")
         quoted = launches.sort("dur_us", descending=True).head(3).vstack(k.sort("ts_us").head(3).select(launches.columns))
         out.append(Detection(
-            summary=summary, onset=S.onset(k.sort("ts_us").row(0, named=True)), evidence=S.quote(quoted, S.span_text()),
+            summary=summary, onset=S.step_onset(sp, file) or S.onset(k.sort("ts_us").row(0, named=True)), evidence=S.quote(quoted, S.span_text()),
             evidence_count=k.height + launches.height,
             causes={"small_batch": 0.6, "unfused_ops": 0.4 + 0.4 * tiny, "no_cuda_graphs": 0.4}, confidence=0.75,
             facts={"kernels": k.height, "median_kernel_us": round(med, 2), "tiny_kernel_share": round(tiny, 3),
