@@ -13,7 +13,9 @@ LABEL_CODES = ("target_out_of_bounds",)
 ASSERT_CODES = ("cuda_kernel_assert",)
 LABEL_ASSERT = r"n_classes|t >= 0 && t < n_classes|cur_target"
 INDEX_CODES = ("embedding_index_out_of_range",)
-INDEX_ASSERT = r"srcIndex < srcSelectDimSize|index out of bounds|idx_dim >= 0"
+# index_select / embedding lookups (token ids). IndexKernel's generic `index out of bounds` and
+# scatter/gather's `idx_dim` asserts come from any indexing in the program: device-assert reports them.
+INDEX_ASSERT = r"srcIndex < srcSelectDimSize"
 # The asynchronous error reports a kernel assert causes (they may be printed before the assert lines).
 REPORT_CODES = ("device_side_assert",)
 
@@ -56,7 +58,9 @@ they caused: the finding's onset is the earliest of the asserts and of that erro
 so it explains the device-assert finding whatever the order of the lines.
 
 ## Known false positives
-An `IndexError` from ordinary Python list indexing is not a data-range error; only the tensor forms above count.
+An `IndexError` from ordinary Python list indexing is not a data-range error; only the tensor forms above
+count. Generic indexing asserts (IndexKernel `index out of bounds`, scatter/gather `idx_dim`) can come from
+any indexing in the program, not only from the data: device-assert reports them (out-of-range cause).
 """,
     )
 )
