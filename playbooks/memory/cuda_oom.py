@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import polars as pl
 
-from forensics.context import Context, evidence_rows, onset_of
+from forensics.context import Context, evidence_rows, onset_of, sort_by_onset
 from playbooks.base import Playbook, Threshold, declare
 from playbooks.fields import field, fmt_mib, size_mib
 from playbooks.model import Cause, Detection, Severity
 
 # Event codes of the signature table that are a device allocation failure.
 OOM_CODES = ("cuda_oom", "mps_oom")
+# cuBLAS cannot allocate its handle or workspace: the device is out of memory, without numbers.
+CUBLAS_OOM = "CUBLAS_STATUS_ALLOC_FAILED"
 # A trainer's OOM handler reports the skipped batch within this many lines of the OOM message.
 RECOVERY_LINES = 3
 
@@ -51,7 +53,8 @@ PLAYBOOK = declare(
 ## Symptom
 A device allocation failed: `CUDA out of memory. Tried to allocate …` (every PyTorch era, also
 `torch.OutOfMemoryError`, HIP/XPU/MPS forms, `CUDA error: out of memory` outside the caching
-allocator, `CUBLAS_STATUS_ALLOC_FAILED`).
+allocator, NCCL's `Cuda failure 2 'out of memory'`, `CUBLAS_STATUS_ALLOC_FAILED` when cuBLAS cannot
+allocate its handle or workspace).
 
 ## Why it matters
 The rank that fails takes the job down; the other ranks then block in collectives and time out,
@@ -86,6 +89,9 @@ PyTorch `c10/cuda/CUDACachingAllocator.cpp`; reference/formats.md §2.1.
 def detect_oom_events(ctx: Context, th: dict) -> Detection | None:
     """OOM errors in the logs, with the causes told apart from the message's numbers."""
     ev = ctx.events_of(*OOM_CODES)
+    cublas = ctx.events_of("cublas_error").filter(pl.col("message").str.contains(CUBLAS_OOM, literal=True))
+    if cublas.height:
+        ev = sort_by_onset(pl.concat([ev, cublas], how="vertical_relaxed"))
     if ev.height == 0:
         return None
     ev = ev.with_columns(
