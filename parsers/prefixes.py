@@ -15,7 +15,8 @@ import polars as pl
 
 _LVL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
 # Leading rank prefixes: `[rank3]:`, `[rank3]: `, `[default3]:`, `[Rank 3] `, `[RANK:3] `; may repeat.
-RANK_PREFIX = r"^\[(?:rank|default|Rank |RANK:|RANK )(\d+)\]:?\s?"
+# Pasted logs may put a line counter (`[80746] [rank0]:`, LlamaFactory#7396) or indentation before them.
+RANK_PREFIX = r"^(?:\s+|\[\d+\] )?\[(?:rank|default|Rank |RANK:|RANK )(\d+)\]:?\s?"
 # Rank markers inside a message: ProcessGroupNCCL's `[PG 0 Rank 3]`, `[PG ID 0 PG GUID 0(default_pg) Rank 3]`.
 INNER_RANK = r"\[PG (?:ID )?\d+ (?:PG GUID \S+ )?Rank (\d+)\]|^\[Rank (\d+)\]"
 

@@ -881,3 +881,13 @@ def test_first_stage_needles_cover_every_needle_and_skip_healthy_lines():
         "Epoch 1:   4%|▎         | 40/1095 [00:03<01:37, 10.84it/s, v_num=10]",
     ])
     assert not healthy.str.contains_any(stage, ascii_case_insensitive=True).any()
+
+
+def test_line_counter_or_indentation_before_the_rank_prefix_keeps_the_rank():
+    """Pasted logs put a line counter (LlamaFactory#7396, #8261) or indentation (NVIDIA/nccl#1409) before `[rankN]:`."""
+    ev = events_of(
+        "[80750] [rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 has a total capacity of 79.10 GiB of which 1.06 GiB is free.",
+        "    [rank7]:[E816 01:45:40.183009389 ProcessGroupNCCL.cpp:607] [Rank 7] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=80078, OpType=BROADCAST, NumelIn=5056, NumelOut=5056, Timeout(ms)=600000) ran for 600002 milliseconds before timing out.",
+    )
+    assert ev.select("code", "rank").rows() == [("cuda_oom", 2), ("nccl_watchdog_timeout", 7)]
+    assert str(ev.get_column("ts")[1]) == "2024-08-16 01:45:40.183009+00:00"
