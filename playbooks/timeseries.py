@@ -19,11 +19,15 @@ behaves like one that logs every step. Missing steps are simply absent rows.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from statistics import NormalDist
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
+from numpy.lib.stride_tricks import sliding_window_view
 
 # Columns of a series, in order; extra columns are carried along where present.
 SERIES_COLS = ["file", "line", "ts", "rank", "step", "value"]
@@ -296,35 +300,67 @@ def first_nonfinite(s: pl.DataFrame) -> Onset | None:
 # --------------------------------------------------------------------------------------------
 
 
+def _trailing_stats(x: np.ndarray, window: int, min_points: int, upper_q: float | None,
+                    chunk: int = 20000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact median, MAD and upper quantile of signed deviations over the `window` values before each
+    point (numpy sliding windows, in chunks to bound memory); NaN where fewer than `min_points`."""
+    n = len(x)
+    med, mad, hi = (np.full(n, np.nan) for _ in range(3))
+    if n == 0:
+        return med, mad, hi
+    pad = np.concatenate([np.full(window, np.nan), x])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN leading windows
+        for a in range(0, n, chunk):
+            b = min(n, a + chunk)
+            win = sliding_window_view(pad[a:b + window - 1], window)  # win[i] = the window values before point a+i
+            ok = np.sum(~np.isnan(win), axis=1) >= min_points
+            m = np.nanmedian(win, axis=1)
+            dev = win - m[:, None]
+            med[a:b] = np.where(ok, m, np.nan)
+            mad[a:b] = np.where(ok, np.nanmedian(np.abs(dev), axis=1), np.nan)
+            if upper_q is not None:
+                hi[a:b] = np.where(ok, np.nanquantile(dev, upper_q, axis=1), np.nan)
+    return med, mad, hi
+
+
 def robust_z(s: pl.DataFrame, window: int = 50, min_points: int = 10,
-             rel_floor: float = 0.01, abs_floor: float = 1e-12) -> pl.DataFrame:
-    """Add the trailing rolling median, MAD and robust z-score of each finite point, per rank.
+             rel_floor: float = 0.01, abs_floor: float = 1e-12, upper_q: float | None = None) -> pl.DataFrame:
+    """Add the trailing median, MAD and robust z-score of each finite point, per rank.
 
     The baseline of point i is the median of the `window` finite points before it (the
-    point itself is excluded, so a spike does not raise its own baseline). The MAD is the
-    trailing median of |x - baseline| (a streaming approximation of the window MAD),
-    scaled by 1.4826 to match a standard deviation under normality, and floored at
-    `rel_floor * |median|` so that a perfectly flat series does not turn noise into
-    infinite z-scores. Non-finite rows are dropped.
+    point itself is excluded, so a spike does not raise its own baseline); the MAD is the
+    median absolute deviation of that same window, scaled by 1.4826 to match a standard
+    deviation under normality, and floored at `rel_floor * |median|` so that a perfectly
+    flat series does not turn noise into infinite z-scores. With `upper_q`, the scale is
+    at least the window's `upper_q` quantile of deviations from its median, in sigma units
+    (q / z(q)): mini-batch losses are right-skewed, and their ordinary upper tail is not a
+    spike. Windows with fewer than `min_points` values give no z. Non-finite rows are dropped.
     """
     f = _ensure_cols(s).filter(pl.col("value").is_finite()).sort("rank", "step", nulls_last=True)
-    med = pl.col("value").rolling_median(window, min_samples=min_points).shift(1).over("rank")
-    f = f.with_columns(med.alias("median"))
-    dev = (pl.col("value") - pl.col("median")).abs()
-    f = f.with_columns(dev.rolling_median(window, min_samples=max(1, min_points // 2)).shift(1).over("rank").alias("mad"))
-    scale = pl.max_horizontal(1.4826 * pl.col("mad"), rel_floor * pl.col("median").abs(), pl.lit(abs_floor))
-    # No z-score until the MAD has its own minimum of samples: early points have no noise estimate.
-    scale = pl.when(pl.col("mad").is_not_null()).then(scale)
-    return f.with_columns(((pl.col("value") - pl.col("median")) / scale).alias("z"), scale.alias("scale"))
+    cols: dict[str, list[np.ndarray]] = {"median": [], "mad": [], "_hi": []}
+    parts = f.partition_by("rank", maintain_order=True) if f.height else []
+    for part in parts:
+        m, d, h = _trailing_stats(part.get_column("value").to_numpy(), window, min_points, upper_q)
+        cols["median"].append(m)
+        cols["mad"].append(d)
+        cols["_hi"].append(h)
+    f = pl.concat(parts) if parts else f
+    f = f.with_columns(*(pl.Series(k, np.concatenate(v) if v else np.array([]), pl.Float64).fill_nan(None) for k, v in cols.items()))
+    scale_parts = [1.4826 * pl.col("mad"), rel_floor * pl.col("median").abs(), pl.lit(abs_floor)]
+    if upper_q is not None:
+        scale_parts.append(pl.col("_hi") / NormalDist().inv_cdf(upper_q))
+    scale = pl.when(pl.col("mad").is_not_null()).then(pl.max_horizontal(*scale_parts))
+    return f.with_columns(((pl.col("value") - pl.col("median")) / scale).alias("z"), scale.alias("scale")).drop("_hi")
 
 
 def spikes(s: pl.DataFrame, k: float = 5.0, window: int = 50, min_points: int = 10,
-           rel_floor: float = 0.01, direction: str = "up") -> pl.DataFrame:
+           rel_floor: float = 0.01, direction: str = "up", upper_q: float | None = None) -> pl.DataFrame:
     """Points more than `k` robust deviations from their trailing median (`up`, `down` or `both`).
 
     Columns: those of the series plus median, mad, scale, z, ratio (value / median).
     """
-    z = robust_z(s, window, min_points, rel_floor)
+    z = robust_z(s, window, min_points, rel_floor, upper_q=upper_q)
     cond = {"up": pl.col("z") > k, "down": pl.col("z") < -k, "both": pl.col("z").abs() > k}[direction]
     return z.filter(cond.fill_null(False)).with_columns((pl.col("value") / pl.col("median")).alias("ratio"))
 

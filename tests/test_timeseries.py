@@ -69,6 +69,11 @@ def test_series_without_steps_uses_position_and_drops_unstepped_rows_elsewhere()
     assert s.get_column("step").to_list() == [1, 2, 3]
     mixed = metrics([(None, 9.0), (10, 2.0), (20, 1.0)])
     assert ts.series(mixed, "loss").get_column("step").to_list() == [10, 20]
+    # The console (no steps, logging every 5 steps) and trainer_state.json (steps) of one run.
+    both = pl.concat([metrics([(None, 2.0), (None, 1.0)], file="train.log"),
+                      metrics([(5, 2.0), (10, 1.0)], file="trainer_state.json")]).with_columns(pl.lit(None, pl.Int32).alias("rank"))
+    s = ts.series(both, "loss")
+    assert s.select("file", "step").rows() == [("trainer_state.json", 5), ("trainer_state.json", 10)]
 
 
 def test_series_keeps_nan_unless_finite_and_filters_rank_and_aliases():

@@ -1,0 +1,60 @@
+"""gradient-desync from per-rank metrics: values that must agree after all-reduce (grad norm, parameter norm) differ."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from forensics.context import Context
+from playbooks import metric_series as M
+from playbooks.base import Threshold
+from playbooks.distributed.gradient_desync import PLAYBOOK
+from playbooks.model import Detection
+
+# Series identical on every replica of a synchronised data-parallel run.
+MUST_AGREE = ("grad_norm", "param_norm", "params_norm", "parameter_norm", "weight_norm")
+
+PLAYBOOK.thresholds.setdefault("min_points", Threshold(3, "consecutive common steps with ranks apart", "ours"))
+
+
+@PLAYBOOK.detector(("metrics",))
+def detect_metrics(ctx: Context, th: dict) -> Detection | None:
+    """First run of common steps where a must-agree series differs across ranks by more than rel_diff."""
+    found = []
+    for name in M.present(ctx, MUST_AGREE):
+        s = M.series(ctx, name, finite=True)
+        if s.get_column("rank").drop_nulls().n_unique() < 2:
+            continue
+        sp = M.ts.rank_spread(s)
+        if sp.height < th["min_points"]:
+            continue
+        spread = sp.with_columns(pl.col("rel_diff").alias("value"), pl.lit(None, pl.Int32).alias("rank"))
+        o = M.ts.onset(spread, pl.col("value") > th["rel_diff"], int(th["min_points"]))
+        if o is not None:
+            found.append((o.step, name, o, sp, s))
+    if not found:
+        return None
+    found.sort(key=lambda f: f[0])
+    step, name, o, sp, s = found[0]
+    at = sp.filter(pl.col("step") == step).row(0, named=True)
+    last = sp.row(-1, named=True)
+    after = sp.filter(pl.col("step") >= step)
+    share = float((after.get_column("rel_diff") > th["rel_diff"]).mean())
+    summary = (f"{name} differs between ranks from step {step}: {M.fmt(at['min'])} vs {M.fmt(at['max'])} (relative {at['rel_diff']:.2g}), "
+               f"apart on {share:.0%} of {after.height} common steps; at step {last['step']} {M.fmt(last['min'])} vs {M.fmt(last['max'])}")
+    others = sorted({f[1] for f in found[1:]})
+    if others:
+        summary += f"; also {', '.join(others)}"
+    rows = s.filter(pl.col("step") == step).sort("rank")
+    # Parameters that differ between replicas were updated with unreduced gradients.
+    params_apart = any(f[1] != "grad_norm" for f in found)
+    grows = params_apart or last["rel_diff"] > 2 * at["rel_diff"]
+    return Detection(
+        summary=summary,
+        onset=M.onset_at(rows.row(0, named=True)),
+        evidence=M.quote(pl.concat([rows, s.filter(pl.col("step") == last["step"]).sort("rank")])),
+        evidence_count=int(after.height * share),
+        causes={"not_wrapped": 0.9 if grows else 0.5, "rank_local_randomness": 0.4, "unused_parameters": 0.3},
+        confidence=0.85,
+        facts={"series": name, "onset_step": step, "rel_diff": at["rel_diff"], "last_rel_diff": last["rel_diff"], "share": share},
+        ranks=sorted(r for r in s.get_column("rank").unique().to_list() if r is not None),
+    )

@@ -1,0 +1,1 @@
+"""Gradient playbooks: explosion, vanishing, clipping saturation, silent LoRA, loss stagnation."""

@@ -1,0 +1,150 @@
+"""gradient-explosion: the gradient norm rises an order of magnitude above its recent level and stays there (or turns inf/NaN)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from forensics.context import Context
+from playbooks import metric_series as M
+from playbooks.base import Playbook, Threshold, declare
+from playbooks.model import Cause, Detection, Severity
+
+PLAYBOOK = declare(
+    Playbook(
+        id="gradient-explosion",
+        title="Gradient norm explodes",
+        category="gradient",
+        severity=Severity.HIGH,
+        tables=("metrics",),
+        explains=("nan-loss", "loss-spike", "fp16-overflow"),
+        causes=(
+            Cause("lr_too_high", "The learning rate is too high for the model (often reached at the end of warmup)",
+                  verify="Plot grad norm and LR against step; rerun from a checkpoint before the onset with half the LR",
+                  fix="Lower the peak LR, lengthen warmup", prior=0.45),
+            Cause("no_clipping", "Nothing bounds the update when the gradient grows (no gradient clipping)",
+                  verify="grep clip_grad_norm_ / max_grad_norm in the training code and config",
+                  fix="torch.nn.utils.clip_grad_norm_(params, 1.0) before optimizer.step()", prior=0.25),
+            Cause("missing_warmup", "The full LR is applied from the first steps, before the optimizer state has settled",
+                  verify="Check the LR of the first logged steps: is it already the peak?",
+                  fix="Linear warmup over the first 1-5% of steps", prior=0.15),
+            Cause("bad_batch", "One batch with extreme values produces a huge gradient",
+                  verify="Dump the batch at the onset step and check its statistics",
+                  fix="Filter or clip inputs; skip batches with non-finite or extreme loss", prior=0.15, playbook="bad-input-data"),
+        ),
+        verify="Per-layer gradient norms around the onset step (which layer grows first)",
+        fix="torch.nn.utils.clip_grad_norm_, a lower LR, warmup",
+        thresholds={
+            "rise_factor": Threshold(10, "grad norm relative to the median of the preceding window that counts as exploded", "PLAYBOOKS.md gradient-explosion (rising >=10x within a window); anchors.md AutoTrainer ratio"),
+            "bound": Threshold(1000, "absolute grad norm that counts as exploded when the run started well below it", "PLAYBOOKS.md gradient-explosion (default 1000)"),
+            "window": Threshold(20, "logged points in the trailing window whose median is the baseline", "ours"),
+            "min_points": Threshold(3, "consecutive exploded points (inf/NaN right after a rise count) needed to fire", "ours; a single spike is loss-spike's"),
+        },
+        doc="""\
+## Symptom
+The logged gradient norm rises at least 10x above the median of the preceding window (or above an
+absolute bound of 1000 when the run started far below it) for at least 3 consecutive logged points,
+or rises and then turns inf/NaN. Usually before a loss spike or a NaN loss.
+
+## Why it matters
+An exploding gradient destroys the weights within a few steps; everything after it (loss spike, NaN,
+fp16 overflow) is a consequence, so the onset here is where to look.
+
+## Evidence
+`metrics` `grad_norm` (HF `grad_norm`, Megatron `grad norm`, fairseq `gnorm`, plain loops), per rank,
+with the logged `lr` to rank the causes (an LR still rising at the onset points at the LR).
+
+## Known false positives
+Grad norms of the first steps are not compared (no baseline yet). A single isolated spike that
+recovers is not an explosion (see `loss-spike`). A slow drift upward over a long run is not a rise
+"within a window".
+
+## References
+PLAYBOOKS.md gradient-explosion; reference/anchors.md (AutoTrainer grad-norm ratio, SMD update ratio).
+""",
+    )
+)
+
+
+def flagged(s: pl.DataFrame, th: dict) -> pl.DataFrame:
+    """The series with `baseline` (trailing median), `ratio` and `hot` (exploded, inf/NaN right after a rise)."""
+    w = int(th["window"])
+    v = pl.col("value")
+    fin = v.is_finite()
+    # Baseline from finite values only, then carried onto the inf/NaN rows.
+    base = (s.filter(fin).sort("rank", "step")
+            .with_columns(v.rolling_median(w, min_samples=min(5, w)).shift(1).over("rank").alias("baseline"))
+            .select("rank", "step", "baseline"))
+    f = (s.sort("rank", "step").join(base, on=["rank", "step"], how="left", nulls_equal=True)
+         .with_columns(pl.col("baseline").forward_fill().over("rank")))
+    early = f.filter(fin).group_by("rank").agg(v.head(w).median().alias("early"))
+    f = f.join(early, on="rank", how="left", nulls_equal=True)
+    # A zero baseline (grad norms printed as 0.0000) makes no ratio; NaN ratios must not compare true.
+    ratio_ok = (pl.col("baseline") > 0) & ((v / pl.col("baseline")) >= th["rise_factor"])
+    rise = fin & (ratio_ok | ((v >= th["bound"]) & (pl.col("early") < th["bound"])))
+    # A non-finite value inherits the flag of the last finite point before it: inf after a rise is the
+    # explosion's end, NaN out of nowhere (a bad batch) is not an explosion.
+    carried = pl.when(fin).then(rise.fill_null(False)).otherwise(None).forward_fill().over("rank").fill_null(False)
+    return f.with_columns((v / pl.col("baseline")).alias("ratio"), pl.when(fin).then(rise.fill_null(False)).otherwise(carried).alias("hot"))
+
+
+@PLAYBOOK.detector(("metrics",))
+def detect(ctx: Context, th: dict) -> Detection | None:
+    """First sustained run of exploded grad-norm points."""
+    s = M.series(ctx, M.GRAD_NORM)
+    if s.height < th["min_points"] + 5:
+        return None
+    f = flagged(s, th)
+    r = M.ts.runs(f, pl.col("hot"), int(th["min_points"]))
+    if r.height == 0:
+        return None
+    first = r.row(0, named=True)
+    rank = first["rank"]
+    part = f.filter((pl.col("rank") == rank) if rank is not None else pl.col("rank").is_null())
+    at = part.filter(pl.col("step") == first["start_step"]).row(0, named=True)
+    episode = part.filter((pl.col("step") >= first["start_step"]) & (pl.col("step") <= first["end_step"]))
+    finite_ep = episode.filter(pl.col("value").is_finite())
+    peak = finite_ep.sort("value").row(-1, named=True) if finite_ep.height else at
+    nonfinite = episode.filter(~pl.col("value").is_finite())
+    base = at["baseline"]
+    lr0 = M.lr_at(ctx, at["step"])
+    causes, lr_text = _causes(ctx, part, at, first, lr0)
+    tail = f" then {nonfinite.item(0, 'value')} at step {nonfinite.item(0, 'step')}" if nonfinite.height else ""
+    summary = (f"grad norm rose from ~{M.fmt(base)} to {M.fmt(peak['value'])} (x{M.fmt(peak['value'] / base if base else None, 3)}) "
+               f"from step {at['step']}{tail}{lr_text}")
+    quoted = M.pick(part, [at["step"], peak["step"], nonfinite.item(0, "step") if nonfinite.height else None], rank)
+    before = part.filter(pl.col("step") < at["step"]).tail(1)
+    return Detection(
+        summary=summary,
+        onset=M.onset_at(at),
+        evidence=M.quote(pl.concat([before, quoted], how="diagonal_relaxed")),
+        evidence_count=episode.height,
+        causes=causes,
+        confidence=0.9 if (nonfinite.height or first["points"] >= 2 * th["min_points"]) else 0.75,
+        facts={"onset_step": at["step"], "baseline": base, "peak": peak["value"], "peak_step": peak["step"],
+               "first_nonfinite_step": nonfinite.item(0, "step") if nonfinite.height else None, "lr_at_onset": lr0,
+               "points": first["points"]},
+        ranks=[rank] if rank is not None else [],
+    )
+
+
+def _causes(ctx: Context, part: pl.DataFrame, at: dict, run: dict, lr0: float | None) -> tuple[dict[str, float], str]:
+    """Rank the causes from the LR around the onset and whether the episode recovers."""
+    causes = {"lr_too_high": 0.5, "no_clipping": 0.4, "missing_warmup": 0.2, "bad_batch": 0.2}
+    text = ""
+    lr = M.series(ctx, M.LR, finite=True)
+    if lr.height and lr0 is not None:
+        before = lr.filter(pl.col("step") <= at["step"]).sort("step")
+        peak_lr = float(lr.get_column("value").max())
+        rising = before.height >= 2 and float(before.item(-1, "value")) > float(before.item(0, "value")) * 1.01
+        if rising:
+            causes["lr_too_high"] = 0.9
+            text = f"; lr {M.fmt(lr0)} still rising (warmup to {M.fmt(peak_lr)})"
+        else:
+            causes["lr_too_high"] = 0.7
+            text = f"; lr {M.fmt(lr0)}"
+            if before.height and float(before.item(0, "value")) >= 0.99 * peak_lr and at["step"] <= part.get_column("step").quantile(0.1):
+                causes["missing_warmup"] = 0.7
+    after = part.filter(pl.col("step") > run["end_step"]).head(5)
+    if after.height and not run["to_end"] and bool(after.get_column("value").is_finite().all()):
+        causes["bad_batch"] = 0.6  # it came back down on its own
+    return causes, text

@@ -1,0 +1,137 @@
+"""loss-stagnation: the loss is flat while training goes on, either never having learned or stuck at ln(vocab size)."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+
+from forensics.context import Context
+from playbooks import metric_series as M
+from playbooks.base import Playbook, Threshold, declare
+from playbooks.model import Cause, Detection, Severity
+
+PLAYBOOK = declare(
+    Playbook(
+        id="loss-stagnation",
+        title="Loss stagnates",
+        category="gradient",
+        severity=Severity.HIGH,
+        tables=("metrics",),
+        explains=(),
+        causes=(
+            Cause("lr_zero", "The learning rate is zero (or tiny), or never warmed up", verify="Plot the logged LR; check learning_rate / warmup in the config",
+                  fix="Set a non-zero LR; check the warmup and scheduler", prior=0.3, playbook="lr-schedule-anomaly"),
+            Cause("weights_frozen", "All trainable weights are frozen or zeroed (LoRA adapters that never move, requires_grad off)",
+                  verify="Count trainable parameters; log adapter weight norms", fix="Fix the trainable mask / optimizer parameter list",
+                  prior=0.25, playbook="lora-silent-zero"),
+            Cause("vanishing_gradient", "Gradients vanish before they reach most of the model", verify="Per-layer grad norms",
+                  fix="Normalisation, residuals, init", prior=0.2, playbook="vanishing-gradient"),
+            Cause("clipped_updates", "Every update is clipped to a tiny norm", verify="Compare grad norm with the clip value",
+                  fix="Raise the clip value", prior=0.1, playbook="clipping-saturation"),
+            Cause("zero_gradients", "The optimizer step sees zero gradients", verify="Print a parameter's grad before optimizer.step()",
+                  fix="Fix zero_grad placement / detached loss", prior=0.1, playbook="loss-scale-runaway"),
+            Cause("labels_masked", "All labels are masked (-100) or the loss ignores the targets", verify="Count unmasked label tokens per batch",
+                  fix="Fix the collator / label masking", prior=0.05),
+        ),
+        verify="Plot loss and LR; count trainable parameters",
+        fix="As the cause says",
+        thresholds={
+            "flat_tol": Threshold(0.05, "fitted relative change of the loss over the judged tail below which it is flat", "PLAYBOOKS.md loss-stagnation (relative change below a tolerance over a window)"),
+            "tail_share": Threshold(0.5, "share of the logged points, at the end of the run, that are judged", "ours"),
+            "min_points": Threshold(8, "logged points needed in the judged tail", "ours"),
+            "min_steps": Threshold(50, "training steps the logged loss must span before it is judged", "ours"),
+            "min_progress": Threshold(0.1, "relative fall from the starting level the flat level must show to count as having learned", "ours; anchors.md SMD LossNotDecreasing (any decrease) is too weak for noisy mini-batch losses"),
+            "lnv_tol": Threshold(0.05, "nats between the flat level and ln(V) of a common vocabulary size for the uniform-prediction case", "ours"),
+        },
+        doc="""\
+## Symptom
+Over the last half of the logged points the loss is flat (least-squares trend changes it by less
+than 5%, or by less than two standard errors of that change for a noisy loss, up to 20%) and either it never learned (the flat level is not 10% below the starting level) or it sits
+at ln(V) of a common vocabulary size (within 0.05 nats): the entropy of a uniform prediction,
+≈12.45 for 256,000 tokens, ≈10.37 for 32,000. The implied vocabulary size is reported.
+
+## Why it matters
+The job runs, logs and checkpoints normally while learning nothing.
+
+## Evidence
+`metrics` `loss` (every framework spelling) and `lr`; the onset is the first point from which the
+smoothed loss stays within the flat band. An LR of 0 throughout makes `lr_zero` the first cause;
+other playbooks (LoRA, vanishing gradient, clipping, loss-scale runaway) explain it when they fire.
+
+## Known false positives
+A loss that fell and then flattened has converged: the 10%-progress rule keeps it quiet unless the
+level is ln(V). Very short runs (fewer than 8 points in the tail, or under 50 steps) are not judged.
+""",
+    )
+)
+
+
+@PLAYBOOK.detector(("metrics",))
+def detect(ctx: Context, th: dict) -> Detection | None:
+    """Flat tail with no progress since the start, or flat at ln(V)."""
+    s = M.series(ctx, M.LOSS, finite=True)
+    if s.height == 0:
+        return None
+    ranks = s.get_column("rank").drop_nulls()
+    if ranks.len():
+        s = s.filter(pl.col("rank") == ranks.min())
+    s = s.sort("step")
+    n = s.height
+    tail = s.tail(max(int(n * th["tail_share"]), int(th["min_points"])))
+    if tail.height < th["min_points"] or n < th["min_points"]:
+        return None
+    if int(s.item(-1, "step")) - int(s.item(0, "step")) < th["min_steps"]:
+        return None  # too short a run to call its loss stuck
+    t = M.ts.trend(tail)
+    level = float(tail.get_column("value").median())
+    if t is None or level <= 0:
+        return None
+    change = abs(t.last_fit - t.first_fit)
+    # A noisy mini-batch loss: a fitted change within two standard errors of zero is no trend either
+    # (capped at four times the tolerance, so a real fall is never hidden in the noise).
+    y, x = tail.get_column("value"), tail.get_column("step").cast(pl.Float64)
+    sx = float(x.std()) if tail.height > 2 else 0.0
+    se = float(y.std()) * math.sqrt(max(1 - t.r2, 0.0)) / (sx * math.sqrt(tail.height)) * (t.last_step - t.first_step) if sx > 0 else 0.0
+    if change >= th["flat_tol"] * level and (change >= 2 * se or change >= 4 * th["flat_tol"] * level):
+        return None
+    start = float(s.head(max(3, n // 10)).get_column("value").median())
+    vocab = M.nearest_vocab(level, th["lnv_tol"])
+    no_progress = level >= (1 - th["min_progress"]) * start
+    if not (no_progress or vocab):
+        return None
+    # Onset: first point from which the smoothed loss stays inside the flat band around the level.
+    mad = float((tail.get_column("value") - level).abs().median())
+    band = max(th["flat_tol"] * level, 3 * 1.4826 * mad)
+    sm = s.with_columns(pl.col("value").rolling_median(5, min_samples=1).alias("value"))
+    runs = M.ts.runs(sm, (pl.col("value") - level).abs() <= band, 1)
+    last = runs.filter(pl.col("to_end"))
+    onset_step = int(last.item(0, "start_step")) if last.height else int(tail.item(0, "step"))
+    lr_s = M.series(ctx, M.LR, finite=True).filter(pl.col("step") >= onset_step)
+    lr_max = float(lr_s.get_column("value").max()) if lr_s.height else None
+    causes = {"weights_frozen": 0.5, "vanishing_gradient": 0.4, "clipped_updates": 0.3, "zero_gradients": 0.3, "labels_masked": 0.2}
+    if lr_max is not None and lr_max <= 1e-8:
+        causes = {"lr_zero": 1.0, "weights_frozen": 0.1}
+    g = M.series(ctx, M.GRAD_NORM, finite=True).filter(pl.col("step") >= onset_step)
+    if g.height and float((g.get_column("value") == 0).mean()) >= 0.9 and "lr_zero" not in causes:
+        causes["zero_gradients"] = 0.8
+    what = f"loss flat at {M.fmt(level)}"
+    if vocab:
+        what += f" ≈ ln({vocab:,}) = {math.log(vocab):.2f} (uniform prediction over a {vocab:,}-token vocabulary)"
+    what += f" from step {onset_step} to {int(s.item(-1, 'step'))}"
+    if no_progress and not vocab:
+        what += f", no progress from its start ({M.fmt(start)})"
+    if lr_max is not None:
+        what += f" while lr = {M.fmt(lr_max)}" if lr_max > 0 else " while lr = 0"
+    at = s.filter(pl.col("step") == onset_step)
+    row = at.row(0, named=True) if at.height else tail.row(0, named=True)
+    return Detection(
+        summary=what,
+        onset=M.onset_at(row),
+        evidence=M.quote(pl.concat([at, s.tail(1), M.pick(M.series(ctx, M.LR, finite=True), [onset_step])], how="diagonal_relaxed")),
+        evidence_count=n - (s.filter(pl.col("step") < onset_step).height),
+        causes=causes,
+        confidence=0.9 if vocab or (lr_max is not None and lr_max <= 1e-8) else 0.75,
+        facts={"level": level, "start_level": start, "onset_step": onset_step, "implied_vocab": round(math.exp(level)) if level < 20 else None,
+               "vocab": vocab, "lr": lr_max, "trend_rel_change": (t.last_fit - t.first_fit) / level},
+    )

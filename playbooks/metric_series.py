@@ -1,0 +1,123 @@
+"""Helpers for the metric-driven playbooks: metric families by name, clean series, quotable rows, onsets.
+
+Metric names are canonical where the parsers know them (`loss`, `grad_norm`, `lr`, `loss_scale`,
+`step_time_ms`, ...); everything else keeps the snake-cased name the log printed, so families such
+as "any logged LoRA norm" or "any memory series" are matched by name patterns here, in one place.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import polars as pl
+
+from forensics.context import Context, evidence_rows
+from playbooks import timeseries as ts
+from playbooks.model import Evidence, Onset
+
+# Training-loss spellings after canonicalisation (Megatron `lm loss`, fairseq/HF variants).
+LOSS = ("loss", "lm_loss", "train_loss", "training_loss", "loss_train", "train/loss")
+GRAD_NORM = ("grad_norm",)
+LR = ("lr",)
+LOSS_SCALE = ("loss_scale",)
+STEP_TIME = ("step_time_ms",)
+
+# Vocabulary sizes of widely used tokenizers: a loss flat at ln(V) for one of these means uniform
+# prediction (BERT, LLaMA/Mistral, Phi-3, T5, StarCoder, GPT-2/NeoX, Yi, Falcon, cl100k, DeepSeek,
+# LLaMA-3, Qwen2, GLM, o200k, mT5/XLM-R, BLOOM, Gemma, Gemma-3).
+COMMON_VOCABS = (30522, 32000, 32064, 32100, 32128, 32768, 49152, 50257, 50272, 50304, 51200, 64000, 65024, 65536,
+                 100277, 100352, 102400, 128000, 128256, 151646, 151936, 152064, 163840, 200019, 200064, 250002,
+                 250112, 250880, 256000, 262144)
+
+
+def names_like(ctx: Context, pattern: str, exclude: str | None = None) -> list[str]:
+    """Metric names present in the run that match a regex (case-insensitive), minus `exclude`."""
+    if not ctx.has("metrics"):
+        return []
+    present = ctx.metrics.get_column("name").unique().drop_nulls().to_list()
+    rx = re.compile(pattern, re.I)
+    ex = re.compile(exclude, re.I) if exclude else None
+    return sorted(n for n in present if rx.search(n) and not (ex and ex.search(n)))
+
+
+def present(ctx: Context, names: tuple[str, ...] | list[str]) -> list[str]:
+    """Which of `names` the run logs."""
+    if not ctx.has("metrics"):
+        return []
+    have = set(ctx.metrics.get_column("name").unique().drop_nulls().to_list())
+    return [n for n in names if n in have]
+
+
+def series(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bool = False) -> pl.DataFrame:
+    """The clean series of the first name in `names` that the run logs (see timeseries.series)."""
+    wanted = [names] if isinstance(names, str) else list(names)
+    have = present(ctx, wanted)
+    if not have:
+        return ts.series(pl.DataFrame(), "none")
+    return ts.series(ctx.metrics, have[0], finite=finite)
+
+
+def quote(rows: pl.DataFrame, limit: int = 8) -> list[Evidence]:
+    """Metric rows as evidence (the report shows the input line each row came from)."""
+    if rows.height == 0:
+        return []
+    cols = [c for c in ("file", "line", "ts", "rank", "step", "name", "value") if c in rows.columns]
+    r = rows.select(cols).filter(pl.col("file").is_not_null() & pl.col("line").is_not_null())
+    if "name" not in r.columns:
+        r = r.with_columns(pl.lit("value").alias("name"))
+    return evidence_rows(r.with_columns(pl.lit(None, pl.String).alias("text")), limit=limit)
+
+
+def pick(s: pl.DataFrame, steps: list[int | None], rank: int | None = None) -> pl.DataFrame:
+    """Rows of a series at the given steps (one rank when given), in that order, without duplicates."""
+    want = [x for x in dict.fromkeys(steps) if x is not None]
+    f = s.filter(pl.col("step").is_in(want))
+    if rank is not None and "rank" in f.columns:
+        f = f.filter(pl.col("rank") == rank)
+    order = {st: i for i, st in enumerate(want)}
+    return f.with_columns(pl.col("step").replace_strict(order, default=len(want)).alias("_o")).sort("_o").drop("_o")
+
+
+def onset_at(row: dict) -> Onset:
+    """An Onset from a series row (step, ts, rank, file, line)."""
+    return Onset(step=row.get("step"), time=row.get("ts"), rank=row.get("rank"), file=row.get("file"), line=row.get("line"))
+
+
+def onset_of_step(s: pl.DataFrame, step: int, rank: int | None = None) -> Onset:
+    """The onset at a step of a series (its row there), or a bare step when the series lacks it."""
+    rows = pick(s, [step], rank)
+    return onset_at(rows.row(0, named=True)) if rows.height else Onset(step=step, rank=rank)
+
+
+def lr_at(ctx: Context, step: int | None) -> float | None:
+    """The logged learning rate at (or last before) a step, lowest rank; None when no LR is logged."""
+    s = series(ctx, LR, finite=True)
+    if s.height == 0:
+        return None
+    ranks = s.get_column("rank").drop_nulls()
+    if ranks.len():
+        s = s.filter(pl.col("rank") == ranks.min())
+    if step is None:
+        return float(s.item(-1, "value"))
+    before = s.filter(pl.col("step") <= step)
+    return float((before if before.height else s).sort("step").item(-1 if before.height else 0, "value"))
+
+
+def fmt(x: float | None, digits: int = 4) -> str:
+    """A number for a summary: `nan`, `inf`, `2.346`, `1.2e-07`, `65,536`."""
+    if x is None:
+        return "?"
+    if not math.isfinite(x):
+        return str(x)
+    if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-3):
+        return f"{x:.{max(digits - 2, 1)}e}"
+    if float(x).is_integer() and abs(x) >= 1000:
+        return f"{int(x):,}"
+    return f"{x:.{digits}g}"
+
+
+def nearest_vocab(level: float, tol: float) -> int | None:
+    """The common vocabulary size whose ln is closest to `level`, when within `tol` nats."""
+    best = min(COMMON_VOCABS, key=lambda v: abs(math.log(v) - level))
+    return best if abs(math.log(best) - level) <= tol else None

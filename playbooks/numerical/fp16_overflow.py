@@ -1,0 +1,182 @@
+"""fp16-overflow: overflows keep skipping steps and the loss scale collapses (start-up calibration excluded)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from forensics.context import Context, evidence_rows
+from playbooks import metric_series as M
+from playbooks.base import Playbook, Threshold, declare
+from playbooks.evidence import events
+from playbooks.fields import field
+from playbooks.model import Cause, Detection, Severity
+
+PLAYBOOK = declare(
+    Playbook(
+        id="fp16-overflow",
+        title="fp16 overflow: skipped steps and a collapsing loss scale",
+        category="numerical",
+        severity=Severity.HIGH,
+        tables=("metrics", "events"),
+        explains=("nan-loss", "loss-spike", "loss-stagnation"),
+        causes=(
+            Cause("range_exceeded", "Values in some layer exceed the float16 range (large activations or inputs), whatever the scale",
+                  verify="Hook the forward pass and log each layer's max |activation| around the onset",
+                  fix="bf16, or keep that layer (and its inputs) in fp32; normalise the inputs", prior=0.45),
+            Cause("lr_too_high", "Training is diverging and the gradients outgrow fp16 (grad norm rising before the overflows)",
+                  verify="Plot grad norm before the onset", fix="Lower the LR, clip gradients", prior=0.35,
+                  playbook="gradient-explosion"),
+            Cause("fp32_layer", "A layer that must run in fp32 (softmax, norms, loss) runs in fp16",
+                  verify="Check autocast / .half() coverage of normalisation and loss layers",
+                  fix="Run those layers in fp32 (autocast does this for the standard ones)", prior=0.2),
+        ),
+        verify="Count overflow/skipped steps per window and plot the loss scale",
+        fix="bf16, fp32 for sensitive layers, a tuned GradScaler (growth interval, init scale)",
+        thresholds={
+            "min_overflows": Threshold(5, "overflows (loss-scale halvings / skipped steps) within the window that make it repeated", "ours; PLAYBOOKS.md fp16-overflow (repeated overflow)"),
+            "window": Threshold(50, "logged points (or overflow messages' steps) per window", "ours"),
+            "min_halvings": Threshold(4, "net halvings of the scale over the window (16x lower than before it) that make a collapse rather than the healthy saw-tooth", "ours"),
+            "skip_share": Threshold(0.2, "share of a window's points that are skipped steps, where only a skipped-steps counter is logged", "ours"),
+            "min_scale": Threshold(1.0, "loss scale at or below which the scaler has collapsed to its floor", "DeepSpeed/Megatron min_loss_scale default 1 (formats.md §1.2, §1.3)"),
+        },
+        doc="""\
+## Symptom
+After the start-up calibration (the leading run of consecutive halvings from a large initial scale,
+e.g. Megatron's 2**32), the loss scale halves at least 5 times within 50 logged points and ends them
+at least 16x lower than before, or falls to its floor (1.0); or a skipped-steps counter rises on at
+least 5 and 20% of 50 logged points; DeepSpeed/apex/fairseq/Colossal-AI overflow
+messages in the same numbers, or `Minimum loss scale reached`.
+
+## Why it matters
+Every overflow skips an optimizer step; a collapsing scale means the model no longer trains and
+usually ends in a NaN loss.
+
+## Evidence
+`metrics` `loss_scale` (Megatron `loss scale`, MetricLogger `loss_scale`, fairseq, plain loops),
+`skipped_steps` (Megatron `number of skipped iterations`, DeepSpeed `skipped=`), and `events`
+`fp16_overflow` / `loss_scale_min_reached` with their new scale.
+
+## Known false positives
+The calibration at start-up and the healthy saw-tooth (the scale doubles after a clean interval and
+one probing overflow halves it back) are a handful of halvings spread over the run, below 5 per window.
+""",
+    )
+)
+
+
+def _downs_from_scale(s: pl.DataFrame) -> pl.DataFrame:
+    """Rows of a loss-scale series (lowest rank) with `down` (halved or more since the previous point)."""
+    ranks = s.get_column("rank").drop_nulls()
+    if ranks.len():
+        s = s.filter(pl.col("rank") == ranks.min())
+    v = pl.col("value")
+    return s.sort("step").with_columns((v <= 0.75 * v.shift(1)).fill_null(False).alias("down"))
+
+
+def _downs_from_counter(s: pl.DataFrame) -> pl.DataFrame:
+    """Rows of a cumulative skipped-steps counter with `down` where it went up."""
+    ranks = s.get_column("rank").drop_nulls()
+    if ranks.len():
+        s = s.filter(pl.col("rank") == ranks.min())
+    return s.sort("step").with_columns((pl.col("value").diff() > 0).fill_null(pl.col("value") > 0).alias("down"))
+
+
+def _downs_from_events(ev: pl.DataFrame) -> pl.DataFrame:
+    """Overflow messages as rows (each one a halving), with the new scale they print as value."""
+    v = field("new_scale").cast(pl.Float64, strict=False)
+    return ev.with_columns(v.alias("value"), pl.lit(True).alias("down"),
+                           pl.coalesce(pl.col("step"), pl.int_range(pl.len()).cast(pl.Int64)).alias("step")).sort("step")
+
+
+def collapse(rows: pl.DataFrame, th: dict, scaled: bool = True) -> tuple[dict, pl.DataFrame] | None:
+    """The first window of repeated overflows after the calibration prefix, or the scale at its floor.
+
+    With scale values (`scaled`), repeated means the scale ends the window at least 2**min_halvings
+    below where it was before it (the healthy saw-tooth doubles back between overflows); for a
+    skipped-steps counter, at least `skip_share` of the window's points skipped.
+    """
+    rows = rows.with_columns(pl.int_range(pl.len()).alias("_i"))
+    # Calibration: the leading run of consecutive downs, starting at the first or second logged point.
+    lead = rows.with_columns((pl.col("down") != pl.col("down").shift(1)).fill_null(True).cum_sum().alias("_run"))
+    first_run = lead.filter(pl.col("_run") == lead.item(0, "_run") + (0 if lead.item(0, "down") else 1))
+    calib = 0
+    if first_run.height and bool(first_run.item(0, "down")) and first_run.item(0, "_i") <= 1:
+        calib = int(first_run.item(-1, "_i")) + 1
+    post = rows.filter(pl.col("_i") >= calib)
+    if post.height == 0:
+        return None
+    w = int(th["window"])
+    v = pl.col("value")
+    post = post.with_columns(
+        pl.col("down").cast(pl.Int32).reverse().rolling_sum(w, min_samples=1).reverse().alias("_ahead"),
+        v.reverse().rolling_min(w, min_samples=1).reverse().alias("_low"),
+        v.shift(1).alias("_before"),
+    )
+    if scaled:
+        net = (pl.col("_before") / pl.col("_low")) >= 2.0 ** th["min_halvings"]
+    else:
+        net = pl.col("_ahead") >= th["skip_share"] * w
+    rep = post.filter(pl.col("down") & (pl.col("_ahead") >= th["min_overflows"]) & net.fill_null(False))
+    floor = post.filter(pl.col("value").is_not_null() & (pl.col("value") <= th["min_scale"]) & pl.col("down"))
+    if rep.height == 0 and floor.height == 0:
+        return None
+    start = rep.row(0, named=True) if rep.height else floor.row(0, named=True)
+    window = post.filter((pl.col("_i") >= start["_i"]) & (pl.col("_i") < start["_i"] + w))
+    return {"start": start, "downs": int(window.get_column("down").sum()), "calibration_points": calib,
+            "floor": floor.row(0, named=True) if floor.height else None, "post_downs": int(post.get_column("down").sum())}, window
+
+
+@PLAYBOOK.detector(("metrics", "events"))
+def detect(ctx: Context, th: dict) -> Detection | None:
+    """Repeated overflows from the loss scale, a skipped-steps counter, or overflow messages."""
+    candidates = []
+    scale = M.series(ctx, M.LOSS_SCALE, finite=True)
+    if scale.height:
+        candidates.append(("loss scale", _downs_from_scale(scale)))
+    skipped = M.series(ctx, ("skipped_steps",), finite=True)
+    if skipped.height:
+        candidates.append(("skipped steps", _downs_from_counter(skipped)))
+    ev = events(ctx, ("fp16_overflow",))
+    if ev.height:
+        candidates.append(("overflow messages", _downs_from_events(ev)))
+    found = [(what, *res) for what, rows in candidates
+             if (res := collapse(rows, th, scaled=what != "skipped steps")) is not None]
+    floor_ev = events(ctx, ("loss_scale_min_reached",))
+    if not found and floor_ev.height == 0:
+        return None
+    if not found:
+        first = floor_ev.row(0, named=True)
+        return Detection(summary=f"the loss scale reached its minimum: {first['message']}", onset=M.onset_at(first),
+                         evidence=evidence_rows(floor_ev), evidence_count=floor_ev.height,
+                         causes={"range_exceeded": 0.6, "lr_too_high": 0.6}, confidence=0.9)
+    found.sort(key=lambda x: (x[1]["start"]["step"] if x[1]["start"]["step"] is not None else 1 << 62))
+    what, info, window = found[0]
+    st = info["start"]
+    floor = info["floor"]
+    scale_txt = ""
+    if scale.height:
+        post = _downs_from_scale(scale).filter(pl.col("step") >= st["step"])
+        lo = post.sort("value").row(0, named=True) if post.height else None
+        before = _downs_from_scale(scale).filter(pl.col("step") < st["step"]).tail(1)
+        if lo is not None and before.height:
+            scale_txt = f"; loss scale {M.fmt(before.item(0, 'value'))} -> {M.fmt(lo['value'])} (step {lo['step']})"
+    calib = f" (after {info['calibration_points']} start-up calibration points)" if info["calibration_points"] else ""
+    summary = (f"{info['downs']} overflows within {len(window)} logged points from step {st['step']} ({what}){calib}"
+               f"{scale_txt}" + (f", at its floor {M.fmt(floor['value'])} from step {floor['step']}" if floor and not scale_txt else ""))
+    g = M.series(ctx, M.GRAD_NORM, finite=True).filter(pl.col("step") < st["step"]).sort("step").tail(20)
+    rising = g.height >= 5 and float(g.tail(3).get_column("value").max()) >= 3 * float(g.get_column("value").median())
+    causes = {"lr_too_high": 0.8, "range_exceeded": 0.4} if rising else {"range_exceeded": 0.8, "lr_too_high": 0.3, "fp32_layer": 0.4}
+    quoted = window.filter(pl.col("down")).head(4)
+    evid = M.quote(quoted) if what != "overflow messages" else evidence_rows(quoted)
+    if what != "overflow messages" and ev.height:
+        evid += evidence_rows(ev.filter(pl.col("step").is_null() | (pl.col("step") >= st["step"])).head(2))
+    return Detection(
+        summary=summary,
+        onset=M.onset_at(st),
+        evidence=evid + evidence_rows(floor_ev.head(1)),
+        evidence_count=info["post_downs"] + ev.height,
+        causes=causes,
+        confidence=0.9,
+        facts={"onset_step": st["step"], "overflows_in_window": info["downs"], "source": what,
+               "calibration_points": info["calibration_points"], "floor_step": floor["step"] if floor else None},
+    )

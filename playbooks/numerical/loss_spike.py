@@ -1,0 +1,110 @@
+"""loss-spike: the loss jumps far above its rolling median (robust z-score), recovering or not."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from forensics.context import Context
+from playbooks import metric_series as M
+from playbooks.base import Playbook, Threshold, declare
+from playbooks.model import Cause, Detection, Severity
+
+PLAYBOOK = declare(
+    Playbook(
+        id="loss-spike",
+        title="Loss spike",
+        category="numerical",
+        severity=Severity.MEDIUM,
+        tables=("metrics",),
+        explains=("nan-loss",),
+        causes=(
+            Cause("bad_batch", "One batch is corrupt or far out of distribution (an isolated spike that recovers)",
+                  verify="Dump and inspect the batch of the spike step (labels, lengths, value ranges)",
+                  fix="Skip or fix the batch; filter the data source", prior=0.4, playbook="bad-input-data"),
+            Cause("lr_too_high", "The LR is too high: spikes repeat or the loss does not come back",
+                  verify="Rerun from the checkpoint before the spike with a lower LR",
+                  fix="Lower the LR or lengthen warmup; rewind to a checkpoint before the spike", prior=0.3),
+            Cause("adam_epsilon_beta2", "Adam's second-moment estimate lags a sudden gradient change (epsilon/beta2 settings)",
+                  verify="Log Adam exp_avg_sq around the spike", fix="Lower beta2 (0.95), raise epsilon", prior=0.15,
+                  playbook="optimizer-state-drift"),
+            Cause("fp16", "A float16 overflow or loss-scale change coincides with the spike",
+                  verify="Check overflow messages and the loss scale at the spike step", fix="bf16 or a tuned GradScaler",
+                  prior=0.15, playbook="fp16-overflow"),
+        ),
+        verify="Inspect the batch at the spike step; compare loss with grad norm and LR around it",
+        fix="Skip the batch, lower the LR, or rewind to a checkpoint before the spike",
+        thresholds={
+            "mads": Threshold(5, "robust z-score (MADs above the trailing median) of a spike", "PLAYBOOKS.md loss-spike (> 5 MADs)"),
+            "window": Threshold(20, "logged points in the trailing window of the median/MAD baseline (short, so a falling loss does not widen it)", "ours"),
+            "strong_mads": Threshold(10, "robust z-score from which even one recovered spike is reported above info", "ours"),
+            "min_points": Threshold(10, "points needed in the window before a spike can be judged", "ours"),
+            "rel_floor": Threshold(0.02, "smallest noise scale as a share of the median, so that a flat loss's tiny wiggles are no spikes", "ours"),
+            "upper_q": Threshold(0.95, "upper quantile of the window whose distance from the median (in sigma units) also floors the noise scale: loss noise is right-skewed", "ours"),
+            "recover_points": Threshold(5, "logged points within which the loss must come back to count as recovered", "ours"),
+        },
+        doc="""\
+## Symptom
+A logged training loss more than 5 robust deviations (MADs, scaled to sigma) above the median of the
+20 points before it; the deviation is at least the window's own upper-tail spread ((p95 - median) in
+sigma units), because mini-batch losses are right-skewed. Recovered when it comes back within 10% of that median within 5 logged points.
+
+## Why it matters
+A spike is either a bad batch (harmless once skipped) or the first sign of instability (LR too high,
+optimizer state, fp16) that ends in divergence.
+
+## Evidence
+`metrics` `loss` (every framework spelling), per rank; `loss_scale` and overflow events for the fp16
+cause. The baseline excludes the point itself, so one spike cannot hide itself; non-finite values
+are left to `nan-loss`. Megatron's own rule (loss > 10x the largest seen, anchors.md) is always a
+spike under this one.
+
+## Known false positives
+A noisy loss (small batches) has a wide MAD and its ordinary jumps stay under 5 MADs. One or two
+spikes that recover at once and stay under 10 MADs are reported at info severity only. The first
+points of a run have no baseline and are never spikes.
+""",
+    )
+)
+
+
+@PLAYBOOK.detector(("metrics",))
+def detect(ctx: Context, th: dict) -> Detection | None:
+    """Spikes of the loss against its trailing median/MAD."""
+    s = M.series(ctx, M.LOSS, finite=True)
+    if s.height < th["min_points"] + 1:
+        return None
+    sp = M.ts.spikes(s, k=th["mads"], window=int(th["window"]), min_points=int(th["min_points"]), rel_floor=th["rel_floor"],
+                       upper_q=th["upper_q"])
+    if sp.height == 0:
+        return None
+    first = sp.row(0, named=True)
+    top = sp.sort("z").row(-1, named=True)
+    rec = M.ts.recovered(s, first["step"], first["median"], within=int(th["recover_points"]), rel_tol=0.1, rank=first["rank"])
+    after = s.filter((pl.col("step") > first["step"]) & pl.col("rank").eq_missing(first["rank"])).height
+    unknown = not rec and after < th["recover_points"]  # too close to the end of the log to tell
+    causes = {"bad_batch": 0.9 if rec and sp.height <= 2 else 0.4, "lr_too_high": 0.4 if rec else 0.8,
+              "adam_epsilon_beta2": 0.3}
+    if M.present(ctx, M.LOSS_SCALE) or ctx.events_of("fp16_overflow").height:
+        causes["fp16"] = 0.6
+    n = f"{sp.height} spikes, the first" if sp.height > 1 else "the loss"
+    summary = (f"{n} jumped to {M.fmt(first['value'])} at step {first['step']} ({first['ratio']:.3g}x its rolling median "
+               f"{M.fmt(first['median'])}, {first['z']:.3g} MADs) and "
+               + ("recovered" if rec else "the log ends right after it" if unknown else "did not recover"))
+    if sp.height > 1 and top["step"] != first["step"]:
+        summary += f"; largest {M.fmt(top['value'])} at step {top['step']}"
+    # One or two spikes that recover at once and stay under `strong_mads` are ordinary noise of small
+    # batches: noted (info), not a problem.
+    benign = (rec or unknown) and sp.height <= 2 and float(sp.get_column("z").max()) < th["strong_mads"]
+    return Detection(
+        summary=summary,
+        onset=M.onset_at(first),
+        severity=Severity.INFO if benign else None,
+        evidence=M.quote(pl.concat([s.filter((pl.col("step") < first["step"]) & (pl.col("rank").eq_missing(first["rank"]))).tail(1),
+                                    sp.head(4)], how="diagonal_relaxed")),
+        evidence_count=sp.height,
+        causes=causes,
+        confidence=0.85 if first["z"] >= 2 * th["mads"] else 0.7,
+        facts={"spikes": sp.height, "first_step": first["step"], "value": first["value"], "median": first["median"],
+               "ratio": first["ratio"], "z": first["z"], "recovered": rec},
+        ranks=sorted({r for r in sp.get_column("rank").to_list() if r is not None}),
+    )

@@ -1,0 +1,112 @@
+"""lr-schedule-anomaly: the logged learning rate departs from any warmup/decay shape."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from forensics.context import Context
+from playbooks import metric_series as M
+from playbooks.base import Playbook, Threshold, declare
+from playbooks.model import Cause, Detection, Severity
+
+# Anomaly kind (timeseries.lr_anomalies) -> the cause it points at.
+KIND_CAUSE = {
+    "staircase": "stepped_per_epoch",
+    "zero_while_training": "wrong_total_steps",
+    "rising_after_decay": "restarted_on_resume",
+    "warmup_jump": "warmup_mismatch",
+    "constant_when_scheduled": "scheduler_not_stepped",
+}
+
+PLAYBOOK = declare(
+    Playbook(
+        id="lr-schedule-anomaly",
+        title="Learning rate departs from its schedule",
+        category="numerical",
+        severity=Severity.MEDIUM,
+        tables=("metrics",),
+        explains=("loss-stagnation", "gradient-explosion", "loss-spike"),
+        causes=(
+            Cause("stepped_per_epoch", "A per-step scheduler (cosine/linear over total steps) is stepped once per epoch: the LR is a staircase that barely decays",
+                  verify="Plot LR against step: flat within each epoch, a small drop at each epoch boundary",
+                  fix="Call scheduler.step() after every optimizer step (or build the schedule in epochs)", prior=0.3),
+            Cause("wrong_total_steps", "The schedule's total steps are smaller than the run: the LR reaches 0 while training goes on",
+                  verify="Compare the scheduler's num_training_steps with the steps actually run",
+                  fix="Set total steps from len(dataloader) * epochs / grad accumulation", prior=0.25),
+            Cause("restarted_on_resume", "The scheduler restarted (state not restored on resume), so the LR climbs again after decaying",
+                  verify="Check that scheduler.state_dict() is saved and loaded with the checkpoint",
+                  fix="Save and restore the scheduler state; pass the resume step", prior=0.2),
+            Cause("warmup_mismatch", "Warmup ends below the main schedule's peak (two schedulers chained with different bases), so the LR jumps",
+                  verify="Print the LR around the warmup boundary", fix="Warm up to the main schedule's starting LR (SequentialLR with matching values)",
+                  prior=0.15),
+            Cause("scheduler_not_stepped", "A schedule is configured but never stepped", verify="grep scheduler.step()",
+                  fix="Step the scheduler", prior=0.1),
+        ),
+        verify="Plot the logged LR against step next to the configured schedule",
+        fix="Step the scheduler per optimizer step, set the total steps, restore the scheduler state on resume",
+        thresholds={
+            "min_points": Threshold(3, "logged points of a zero-LR stretch that count (a decay reaching 0 only at its last point is normal)", "ours"),
+            "jump_factor": Threshold(3.0, "one warmup increment this many times the median increment is a jump", "ours"),
+            "jump_share": Threshold(0.25, "and at least this share of the peak LR", "ours"),
+            "rise_tol": Threshold(0.05, "rise above the lowest LR since decay began, as a share of the peak, that counts as rising again", "ours"),
+            "decay_tol": Threshold(0.1, "fall below the peak (share) after which decay has begun", "ours"),
+            "stair_min_levels": Threshold(3, "flat LR levels needed for a staircase", "ours"),
+            "stair_min_points": Threshold(3, "logged points per level of a staircase", "ours"),
+            "stair_small_drop": Threshold(0.7, "every staircase drop keeps more than this share of the LR (StepLR's x0.1/x0.5 drops are planned)", "ours"),
+        },
+        doc="""\
+## Symptom
+The logged LR (lowest rank) shows one of: exactly 0 for 3+ logged points while training goes on
+(other than a warmup's first point or a decay's last); one warmup increment 3x larger than the others
+and 25%+ of the peak (jump at the warmup boundary); a rise of 5%+ of the peak after the LR had
+decayed 10% below it (restarted schedule); a staircase of 3+ flat levels whose drops are all small
+(new/old > 0.7: a per-step schedule stepped per epoch); a constant LR when a schedule is known to be
+configured.
+
+## Why it matters
+A wrong schedule trains at the wrong LR for most of the run without any error.
+
+## Evidence
+`metrics` `lr` (HF `learning_rate`, Megatron `learning rate`, DeepSpeed `lr=[...]`, MetricLogger
+`lr:`, plain loops). An LR that is 0 from the first to the last logged point is a configuration
+value, not a schedule: `loss-stagnation` reports it (cause `lr_zero`).
+
+## Known false positives
+Cosine with warm restarts (SGDR) and cyclic/one-cycle schedules rise after decaying by design.
+StepLR/MultiStepLR staircases (drops of x0.1-x0.5) are planned and not reported.
+""",
+    )
+)
+
+
+@PLAYBOOK.detector(("metrics",))
+def detect(ctx: Context, th: dict) -> Detection | None:
+    """Anomalies of the LR series' shape, the earliest first."""
+    s = M.series(ctx, M.LR, finite=True)
+    if s.height < 3:
+        return None
+    if float(s.get_column("value").abs().max()) == 0.0:
+        return None  # a zero LR throughout: loss-stagnation's lr_zero
+    found = M.ts.lr_anomalies(
+        s, min_points=int(th["min_points"]), jump_factor=th["jump_factor"], jump_share=th["jump_share"],
+        rise_tol=th["rise_tol"], decay_tol=th["decay_tol"], stair_min_levels=int(th["stair_min_levels"]),
+        stair_min_points=int(th["stair_min_points"]), stair_small_drop=th["stair_small_drop"],
+    )
+    if not found:
+        return None
+    first = found[0]
+    causes: dict[str, float] = {}
+    for a in found:
+        causes[KIND_CAUSE[a.kind]] = max(causes.get(KIND_CAUSE[a.kind], 0.0), 0.9)
+    summary = "; ".join(f"{a.detail} (from step {a.step})" for a in found)
+    rows = M.pick(s, [a.step for a in found])
+    before = s.filter(pl.col("step") < first.step).sort("step").tail(1)
+    return Detection(
+        summary=summary,
+        onset=M.onset_of_step(s, first.step, first.rank),
+        evidence=M.quote(pl.concat([before, rows], how="diagonal_relaxed")),
+        evidence_count=len(found),
+        causes=causes,
+        confidence=0.85,
+        facts={"anomalies": [a.kind for a in found], "onset_step": first.step, **{f"{first.kind}_{k}": v for k, v in first.numbers.items()}},
+    )

@@ -1,0 +1,180 @@
+"""nan-loss: the training loss is NaN/Inf; tell a bad batch (no build-up), divergence (build-up) and fp16 overflow apart."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from forensics.context import Context, evidence_rows, onset_of
+from playbooks import metric_series as M
+from playbooks.base import Playbook, Threshold, declare
+from playbooks.evidence import events
+from playbooks.model import Cause, Detection, Onset, Severity
+
+# Log lines that say the loss (or a value computed from it) went non-finite.
+NAN_CODES = ("nan_loss_message", "megatron_nan_check", "nonfinite_metric_stop", "anomaly_nan")
+
+PLAYBOOK = declare(
+    Playbook(
+        id="nan-loss",
+        title="Loss is NaN or Inf",
+        category="numerical",
+        severity=Severity.HIGH,
+        tables=("metrics", "events"),
+        explains=(),
+        causes=(
+            Cause("bad_batch", "A batch with NaN/Inf (or out-of-range) inputs: the loss turns NaN at once, with no build-up",
+                  verify="Dump the batch of the onset step: torch.isfinite(x).all(), label ranges",
+                  fix="Validate inputs in collate_fn, skip non-finite batches, fix the corrupt samples", prior=0.35,
+                  playbook="bad-input-data"),
+            Cause("divergence", "Training diverged: loss and grad norm rose for several steps before going NaN",
+                  verify="Plot loss and grad norm before the onset; rerun from an earlier checkpoint with a lower LR",
+                  fix="Lower LR, gradient clipping, warmup", prior=0.3, playbook="gradient-explosion"),
+            Cause("fp16_overflow", "float16 range exceeded: overflows and a collapsing loss scale precede the NaN",
+                  verify="Count overflow / skipped-step messages and watch the loss scale before the onset",
+                  fix="bf16, keep sensitive layers in fp32, tune the GradScaler", prior=0.2, playbook="fp16-overflow"),
+            Cause("log_or_div_zero", "log(0), division by zero or sqrt of a negative inside the loss (no build-up)",
+                  verify="torch.autograd.set_detect_anomaly(True) names the op that produced NaN",
+                  fix="Add epsilons (log(x + eps)), clamp denominators", prior=0.15),
+        ),
+        verify="torch.autograd.set_detect_anomaly(True) for one step; check the batch at the onset step",
+        fix="As the cause says: fix the data, lower the LR, add epsilons, or use bf16 / loss scaling",
+        thresholds={
+            "incident_points": Threshold(3, "consecutive non-finite points that make an incident (high severity); a single one is medium", "PLAYBOOKS.md nan-loss (three in a row is an incident)"),
+            "buildup_window": Threshold(20, "finite points before the onset examined for a build-up", "ours"),
+            "buildup_factor": Threshold(3, "max of the last points before the onset over the window median that counts as a build-up", "ours"),
+            "masked_grad_points": Threshold(3, "consecutive NaN grad norms that stand for a NaN loss when the logger masks the loss (HF logging_nan_inf_filter)", "ours; formats.md §1.1 NaN masking"),
+        },
+        doc="""\
+## Symptom
+The logged training loss is NaN or Inf (first occurrence fires; three in a row is an incident), a
+`Loss is nan, stopping training` style message appears, Megatron counts NaN iterations, or, where the
+logger masks a non-finite loss (HF Trainer's `logging_nan_inf_filter` logs `loss: 0` or the running
+average), the gradient norm is NaN for consecutive steps.
+
+## Why it matters
+Once a NaN reaches the weights every later step is wasted; the step where it starts and whether it
+built up decide the fix.
+
+## Evidence
+`metrics` (`loss` in every framework spelling, `grad_norm`, `loss_scale`, Megatron
+`nan_iterations`/`skipped_steps`) and `events` (`nan_loss_message`, `megatron_nan_check`,
+`nonfinite_metric_stop`, `anomaly_nan`, `fp16_overflow`). The causes are told apart by the window
+before the onset: a flat loss and grad norm mean a bad batch (or log of zero), a rise of 3x or more
+means divergence, overflow messages or a falling loss scale mean fp16 overflow.
+
+## Known false positives
+An `inf` grad norm on an fp16 step that the scaler skipped is normal and not a NaN loss; only NaN
+grad norms (or a non-finite loss) count. Evaluation metrics are not the training loss.
+""",
+    )
+)
+
+
+@PLAYBOOK.detector(("metrics", "events"))
+def detect(ctx: Context, th: dict) -> Detection | None:
+    """The first non-finite loss (or its stand-ins), its run length and what preceded it."""
+    loss = M.series(ctx, M.LOSS)
+    hit = M.ts.first_nonfinite(loss) if loss.height else None
+    how = "loss"
+    if hit is None:
+        hit = _masked(ctx, th)
+        how = "grad_norm"
+    if hit is None:
+        hit = _megatron_counter(ctx)
+        how = "nan_iterations"
+    ev = events(ctx, NAN_CODES)
+    if hit is None and ev.height == 0:
+        return None
+    if hit is None:
+        return _from_events(ev, th)
+    rank = hit.rank
+    src = loss if how == "loss" else M.series(ctx, M.GRAD_NORM if how == "grad_norm" else ("nan_iterations",))
+    part = src.filter((pl.col("rank") == rank) if rank is not None else pl.col("rank").is_null())
+    causes, facts, why = _causes(ctx, part if how != "nan_iterations" else loss, hit, th)
+    incident = hit.points >= th["incident_points"] or hit.to_end or ev.height > 0
+    masked = "no loss is logged there"
+    if how == "grad_norm" and loss.height:
+        at = loss.filter(pl.col("step") == hit.step)
+        if at.height and bool(at.get_column("value").is_finite().all()):
+            masked = f"the logged loss is masked: {M.fmt(at.item(0, 'value'))}"
+    what = {"loss": f"loss is {hit.value}", "grad_norm": f"grad_norm is {hit.value} ({masked})",
+            "nan_iterations": "Megatron counts NaN iterations"}[how]
+    run = f" for {hit.points} logged points" if hit.points > 1 else " once"
+    if hit.to_end:
+        run = " from then on"
+    summary = f"{what} from step {hit.step}{run}{why}"
+    rows = M.pick(part, [hit.step], rank)
+    before = part.filter(pl.col("step") < hit.step).tail(2)
+    evidence = M.quote(pl.concat([before, rows], how="diagonal_relaxed")) + evidence_rows(ev.head(2))
+    return Detection(
+        summary=summary,
+        onset=Onset(step=hit.step, rank=rank, file=hit.file, line=hit.line,
+                    time=rows.item(0, "ts") if rows.height else None),
+        evidence=evidence,
+        evidence_count=hit.points + ev.height,
+        causes=causes,
+        confidence=0.95 if how == "loss" else 0.85,
+        severity=None if incident else Severity.MEDIUM,
+        facts={"onset_step": hit.step, "nonfinite_points": hit.points, "signal": how, **facts},
+        ranks=[rank] if rank is not None else [],
+    )
+
+
+def _masked(ctx: Context, th: dict) -> M.ts.Onset | None:
+    """Consecutive NaN grad norms (not inf: a skipped fp16 step logs inf) stand for a masked NaN loss."""
+    g = M.series(ctx, M.GRAD_NORM)
+    if g.height == 0:
+        return None
+    return M.ts.onset(g, pl.col("value").is_nan(), int(th["masked_grad_points"]))
+
+
+def _megatron_counter(ctx: Context) -> M.ts.Onset | None:
+    """Megatron's cumulative `number of nan iterations` going up."""
+    c = M.series(ctx, ("nan_iterations",), finite=True)
+    if c.height == 0:
+        return None
+    return M.ts.onset(c.with_columns(pl.col("value").diff().over("rank").alias("_d")), pl.col("_d") > 0, 1)
+
+
+def _from_events(ev: pl.DataFrame, th: dict) -> Detection:
+    first = ev.row(0, named=True)
+    return Detection(
+        summary=f"non-finite loss reported: {str(first.get('message') or first.get('text'))[:160]}",
+        onset=onset_of(ev),
+        evidence=evidence_rows(ev),
+        evidence_count=ev.height,
+        causes={},
+        confidence=0.8,
+    )
+
+
+def _causes(ctx: Context, part: pl.DataFrame, hit: M.ts.Onset, th: dict) -> tuple[dict[str, float], dict, str]:
+    """Build-up (loss / grad norm rising before the onset) vs none; overflow evidence before the onset."""
+    w = int(th["buildup_window"])
+    ups = {}
+    for name, s in (("loss", part), ("grad_norm", M.series(ctx, M.GRAD_NORM))):
+        pre = s.filter((pl.col("step") < hit.step) & pl.col("value").is_finite()).sort("step").tail(w)
+        if pre.height >= 5:
+            med = float(pre.get_column("value").median())
+            last = float(pre.tail(3).get_column("value").max())
+            ups[name] = last / med if med > 0 else 1.0
+    buildup = max(ups.values(), default=1.0)
+    overflow = events(ctx, ("fp16_overflow", "loss_scale_min_reached"))
+    if overflow.height and hit.step is not None and "step" in overflow.columns:
+        overflow = overflow.filter(pl.col("step").is_null() | (pl.col("step") <= hit.step))
+    scale = M.series(ctx, M.LOSS_SCALE, finite=True).filter(pl.col("step") <= hit.step).sort("step").tail(w)
+    scale_drop = scale.height >= 2 and float(scale.item(-1, "value")) < float(scale.get_column("value").max()) / 4
+    causes: dict[str, float] = {}
+    why = ""
+    if overflow.height or scale_drop:
+        causes["fp16_overflow"] = 0.9
+        why = f", after {overflow.height} fp16 overflow messages" if overflow.height else ", after the loss scale fell"
+    if buildup >= th["buildup_factor"]:
+        causes["divergence"] = 0.9
+        why += f", after a build-up (x{buildup:.3g} over the preceding window)"
+    else:
+        causes["bad_batch"] = 0.9
+        causes["log_or_div_zero"] = 0.5
+        if ups:
+            why += f", with no build-up before it (max x{buildup:.2g} of the preceding window)"
+    return causes, {"buildup_ratio": round(buildup, 3)}, why

@@ -1,0 +1,75 @@
+"""step-time-regression from logged step times: a steady rise over the run, or repeated outliers."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from forensics.context import Context
+from playbooks import metric_series as M
+from playbooks.base import Threshold
+from playbooks.model import Cause, Detection
+from playbooks.performance.step_time_regression import PLAYBOOK
+
+PLAYBOOK.thresholds.setdefault("min_r2", Threshold(0.5, "goodness of fit of the linear trend for a steady rise", "ours"))
+PLAYBOOK.thresholds.setdefault("min_outliers", Threshold(10, "outlier steps needed (and 5% of steps)", "anchors.md SMD StepOutlier (> 10 outliers), with median/MAD instead of mean/sigma"))
+PLAYBOOK.thresholds.setdefault("min_step_ms", Threshold(10, "median step time below which outliers are not judged (timer and scheduler jitter dominate)", "ours"))
+PLAYBOOK.thresholds.setdefault("outlier_ratio", Threshold(2.0, "an outlier step also takes at least this many times the rolling median", "ours"))
+PLAYBOOK.thresholds.setdefault("warmup_points", Threshold(3, "first logged steps left out (compilation, warm-up)", "ours"))
+if not any(c.id == "growing_work" for c in PLAYBOOK.causes):
+    PLAYBOOK.causes = PLAYBOOK.causes + (
+        Cause("growing_work", "Each step does more work than the last (a cache, queue or history that grows without bound)",
+              verify="Profile an early and a late step and compare where the time goes",
+              fix="Bound the structure (a capped queue), or compute the statistic incrementally", prior=0.3),
+    )
+
+
+@PLAYBOOK.detector(("metrics",))
+def detect_metrics(ctx: Context, th: dict) -> Detection | None:
+    """Per rank: late/early median ratio with a good linear fit, else repeated robust outliers."""
+    s = M.series(ctx, M.STEP_TIME, finite=True)
+    if s.height == 0:
+        return None
+    found = []
+    for part in s.partition_by("rank", maintain_order=True):
+        part = part.sort("step").slice(int(th["warmup_points"]))
+        if part.height < th["min_steps"]:
+            continue
+        third = max(part.height // 3, 3)
+        early = float(part.head(third).get_column("value").median())
+        late = float(part.tail(third).get_column("value").median())
+        # Fit on a rolling median: a few stalls (GC, another job on the node) must not hide the trend.
+        t = M.ts.trend(part.with_columns(pl.col("value").rolling_median(9, min_samples=1, center=True)))
+        if early > 0 and late / early >= th["rise_ratio"] and t is not None and t.slope > 0 and t.r2 >= th["min_r2"]:
+            found.append(("rise", part, early, late, t))
+            continue
+        if float(part.get_column("value").median()) < th["min_step_ms"]:
+            continue
+        sp = M.ts.spikes(part, k=th["outlier_mads"], window=50, min_points=10, rel_floor=0.05)
+        sp = sp.filter(pl.col("ratio") >= th["outlier_ratio"])
+        if sp.height >= th["min_outliers"] and sp.height >= 0.05 * part.height:
+            found.append(("outliers", part, early, late, sp))
+    if not found:
+        return None
+    kind, part, early, late, extra = found[0]
+    rank = part.item(0, "rank")
+    where = f" on rank {rank}" if rank is not None else ""
+    if kind == "rise":
+        t = extra
+        summary = (f"step time rose steadily{where} from ~{M.fmt(early)} ms to ~{M.fmt(late)} ms ({late / early:.2f}x, "
+                   f"+{M.fmt(t.slope, 3)} ms per step, R² {t.r2:.2f}) between steps {part.item(0, 'step')} and {part.item(-1, 'step')}")
+        first = part.row(0, named=True)
+        quoted = pl.concat([part.head(1), part.slice(part.height // 2, 1), part.tail(1)])
+        causes = {"growing_work": 0.7, "memory_pressure": 0.5, "throttling": 0.3}
+        facts = {"kind": "rise", "early_ms": early, "late_ms": late, "slope_ms_per_step": t.slope, "r2": t.r2}
+        count = part.height
+    else:
+        sp = extra
+        first = sp.row(0, named=True)
+        summary = (f"{sp.height} step-time outliers{where} (> {M.fmt(th['outlier_mads'])} MADs above the rolling median, "
+                   f"up to {M.fmt(float(sp.get_column('value').max()))} ms vs a median of {M.fmt(float(part.get_column('value').median()))} ms)")
+        quoted = sp.head(4)
+        causes = {"gc_or_checkpoint": 0.7, "throttling": 0.4, "straggler": 0.3}
+        facts = {"kind": "outliers", "outliers": sp.height}
+        count = sp.height
+    return Detection(summary=summary, onset=M.onset_at(first), evidence=M.quote(quoted), evidence_count=count, causes=causes,
+                     confidence=0.8, facts=facts, ranks=[rank] if rank is not None else [])
