@@ -22,8 +22,10 @@ from parsers.prefixes import rank_from_path
 
 SOURCE = "kineto"
 
-# Kinds whose args carry linking fields (correlation, External id, stream, device).
-ARG_KINDS = tt.GPU_KINDS + tt.LAUNCH_KINDS + ("cuda_sync", "cpu_op", "user_annotation")
+# Kinds whose args are parsed for the linking fields (correlation, External id, stream, device):
+# device activity and the runtime/driver calls that launch it. Ops keep their External id in
+# `args` only (parsing it for every op would cost a second pass over most of the trace).
+ARG_KINDS = tt.GPU_KINDS + tt.LAUNCH_KINDS + ("cuda_sync",)
 
 
 class LinkArgs(msgspec.Struct, gc=False):
@@ -125,9 +127,8 @@ def build(tr: chrome_trace.Trace, rel: str, flows: int = 0, source: str = SOURCE
     counters = tt.concat_parts([p["counters"] for p in tr.parts])
     parts = [p["spans"] for p in tr.parts]
     tr.parts.clear()
-    spans = tt.finish_spans(parts, threads, rel, source, rank, base_ns, True)
+    spans, steps = tt.finish_spans(parts, threads, rel, source, rank, base_ns, True)
     del parts
-    steps = tt.host_step_intervals(spans)
     cnt = tt.finish_counters(counters, rel, source, rank, base_ns, True, steps)
     meta = _meta(tr, rel, rank, dist, base_ns, spans, flows)
     return {"spans": spans, "counters": cnt}, meta, rank

@@ -151,7 +151,7 @@ def thread_names(meta_rows: list[pa.Table]) -> pl.DataFrame:
 def thread_column(pid: pa.ChunkedArray, tid: pa.ChunkedArray, tid_text: pa.ChunkedArray, threads: pl.DataFrame) -> pa.Array:
     """Thread name from metadata events, else the writer's string tid ('stream 7', 'PyTorch Profiler')."""
     df = pl.DataFrame({"pid": pl.from_arrow(pid), "tid": pl.from_arrow(tid), "txt": pl.from_arrow(tid_text)})
-    df = df.with_row_index("_r").join(threads, on=["pid", "tid"], how="left").sort("_r")
+    df = df.join(threads, on=["pid", "tid"], how="left", maintain_order="left")
     return df.select(pl.coalesce("thread", "txt").alias("t")).to_arrow()["t"].combine_chunks().dictionary_encode().cast(DICT_STR)
 
 
@@ -204,52 +204,81 @@ def _coerce(vals: list, t: pa.DataType) -> pa.Array:
 
 # ----------------------------------------------------------------------------- steps
 
+def _np(col, dtype, fill) -> np.ndarray:
+    """An Arrow column as a numpy array with nulls replaced by `fill`."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    return pc.fill_null(arr, fill).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+
+
+def step_intervals(ts: np.ndarray, end: np.ndarray, stepno: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end, step) of the ProfilerStep#N marks in `rows`, one interval per step, by start."""
+    if not rows.any():
+        return np.empty(0), np.empty(0), np.empty(0, dtype=np.int64)
+    steps = stepno[rows]
+    uniq, inv = np.unique(steps, return_inverse=True)
+    s0 = np.full(uniq.size, np.inf)
+    s1 = np.full(uniq.size, -np.inf)
+    np.minimum.at(s0, inv, ts[rows])
+    np.maximum.at(s1, inv, end[rows])
+    order = np.argsort(s0, kind="stable")
+    return s0[order], s1[order], uniq[order]
+
+
+def contain(t: np.ndarray, s0: np.ndarray, s1: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """The step whose interval contains each time (-1 when none); intervals are few and sorted."""
+    if s0.size == 0:
+        return np.full(t.size, -1, dtype=np.int64)
+    i = np.searchsorted(s0, t, side="right") - 1
+    ok = (i >= 0) & (t <= s1[np.clip(i, 0, None)])
+    return np.where(ok, step[np.clip(i, 0, None)], -1)
+
+
 def assign_steps(ts: pa.ChunkedArray, dur: pa.ChunkedArray, kind: pa.ChunkedArray, step_no: pa.ChunkedArray,
-                 correlation: pa.Array, ph: pa.ChunkedArray) -> pa.Array:
+                 correlation: pa.Array, ph: pa.ChunkedArray) -> tuple[pa.Array, tuple]:
     """The ProfilerStep each row falls in: host rows by time containment in the host-side
     `ProfilerStep#N`, device rows through the launching runtime call (correlation), else the
-    GPU-side annotation, else time."""
-    kind_s = kind.cast(pa.string())
-    df = pl.DataFrame({
-        "ts": pl.from_arrow(ts), "dur": pl.from_arrow(dur), "kind": pl.from_arrow(kind_s),
-        "stepno": pl.from_arrow(step_no), "corr": pl.from_arrow(correlation), "ph": pl.from_arrow(ph.cast(pa.string())),
-    }).with_row_index("_r")
-    marks = df.filter(pl.col("stepno").is_not_null() & (pl.col("ph") == "X") & pl.col("dur").is_not_null())
-    if marks.height == 0:
-        return pa.nulls(df.height, pa.int64())
-    is_gpu = pl.col("kind").is_in(GPU_KINDS).fill_null(False)
+    GPU-side annotation, else time. Also returns the host step intervals (s0, s1, step).
 
-    def intervals(rows: pl.DataFrame) -> pl.DataFrame:
-        return (rows.group_by("stepno").agg(pl.col("ts").min().alias("s0"), (pl.col("ts") + pl.col("dur")).max().alias("s1"))
-                .sort("s0"))
-
-    def contain(frame: pl.DataFrame, iv: pl.DataFrame, out: str) -> pl.DataFrame:
-        if iv.height == 0:
-            return frame.with_columns(pl.lit(None, dtype=pl.Int64).alias(out))
-        j = frame.select("_r", "ts").drop_nulls("ts").sort("ts").join_asof(iv, left_on="ts", right_on="s0", strategy="backward")
-        j = j.select("_r", pl.when(pl.col("ts") <= pl.col("s1")).then(pl.col("stepno")).alias(out))
-        return frame.join(j, on="_r", how="left")
-
-    host_iv = intervals(marks.filter(~is_gpu))
-    gpu_iv = intervals(marks.filter(is_gpu))
-    df = contain(df, host_iv, "s_host")
-    df = contain(df, gpu_iv, "s_gpu") if gpu_iv.height else df.with_columns(pl.lit(None, dtype=pl.Int64).alias("s_gpu"))
-    launches = (df.filter(pl.col("kind").is_in(LAUNCH_KINDS).fill_null(False) & pl.col("corr").is_not_null() & pl.col("s_host").is_not_null())
-                .select("corr", pl.col("s_host").alias("s_corr")).unique(subset="corr", keep="first"))
-    df = df.join(launches, on="corr", how="left")
-    step = pl.when(is_gpu).then(pl.coalesce("s_corr", "s_gpu", "s_host")).otherwise(pl.col("s_host"))
-    return df.sort("_r").select(step.alias("step")).to_arrow()["step"].combine_chunks().cast(pa.int64())
+    Steps are few, so containment is a binary search per row (numpy), not a join."""
+    n = len(ts)
+    t = _np(ts, np.float64, np.nan)
+    end = t + _np(dur, np.float64, 0.0)
+    stepno = _np(step_no, np.int64, -1)
+    complete = _np(in_values(ph, ["X"]), bool, False) & ~np.isnan(t)
+    gpu = _np(in_values(kind, GPU_KINDS), bool, False)
+    marks = (stepno >= 0) & complete
+    host_iv = step_intervals(t, end, stepno, marks & ~gpu)
+    if marks.sum() == 0:
+        return pa.nulls(n, pa.int64()), host_iv
+    step = contain(t, *host_iv)
+    if gpu.any():
+        gpu_iv = step_intervals(t, end, stepno, marks & gpu)
+        s_gpu = contain(t, *gpu_iv)
+        corr = _np(correlation, np.int64, -1)
+        launch = _np(in_values(kind, LAUNCH_KINDS), bool, False) & (corr >= 0) & (step >= 0)
+        s_corr = np.full(n, -1, dtype=np.int64)
+        if launch.any():
+            lc, first = np.unique(corr[launch], return_index=True)
+            ls = step[launch][first]
+            want = gpu & (corr >= 0)
+            pos = np.clip(np.searchsorted(lc, corr[want]), 0, lc.size - 1)
+            hit = lc[pos] == corr[want]
+            s_corr[np.flatnonzero(want)[hit]] = ls[pos[hit]]
+        dev = np.where(s_corr >= 0, s_corr, np.where(s_gpu >= 0, s_gpu, step))
+        step = np.where(gpu, dev, step)
+    return pa.array(step, mask=step < 0, type=pa.int64()), host_iv
 
 
 # ----------------------------------------------------------------------------- assembly
 
 def finish_spans(parts: list[pa.Table], threads: pl.DataFrame, rel: str, source: str, rank: int | None,
                  base_ns: int | None, epoch_if_large: bool,
-                 extra: Callable[[pa.Table], dict] | None = None) -> pa.Table:
-    """Per-window span rows into the `spans` table: one dictionary per column, threads, steps, UTC time."""
+                 extra: Callable[[pa.Table], dict] | None = None) -> tuple[pa.Table, tuple]:
+    """Per-window span rows into the `spans` table (one dictionary per column, threads, steps, UTC
+    time), and the host ProfilerStep intervals (s0, s1, step) for placing counters."""
     parts = [p for p in parts if p.num_rows]
     if not parts:
-        return T.empty("spans")
+        return T.empty("spans"), step_intervals(np.empty(0), np.empty(0), np.empty(0, dtype=np.int64), np.empty(0, dtype=bool))
     sp = pa.concat_tables(parts).unify_dictionaries()
     n = sp.num_rows
     cols = {
@@ -257,14 +286,14 @@ def finish_spans(parts: list[pa.Table], threads: pl.DataFrame, rel: str, source:
         "rank": pa.nulls(n, pa.int32()) if rank is None else pa.array(np.full(n, rank, dtype=np.int32)),
         "thread": thread_column(sp["pid"], sp["tid"], sp["tid_text"], threads),
         "ts": absolute_ts(sp["ts_us"], base_ns, epoch_if_large),
-        "step": assign_steps(sp["ts_us"], sp["dur_us"], sp["kind"], sp["stepno"],
-                             sp["correlation"] if "correlation" in sp.column_names else pa.nulls(n, pa.int64()), sp["ph"]),
     }
+    cols["step"], intervals = assign_steps(sp["ts_us"], sp["dur_us"], sp["kind"], sp["stepno"],
+                                           sp["correlation"] if "correlation" in sp.column_names else pa.nulls(n, pa.int64()), sp["ph"])
     for name in sp.column_names:
         if name not in cols and name not in ("tid_text", "stepno"):
             cols[name] = sp[name]
     cols.update(extra(sp) if extra else {})
-    return T.conform("spans", pa.table(cols))
+    return T.conform("spans", pa.table(cols)), intervals
 
 
 # ----------------------------------------------------------------------------- time
@@ -332,31 +361,17 @@ def concat_parts(parts: list[pa.Table | None]) -> pa.Table | None:
 
 
 def finish_counters(part: pa.Table | None, file: str, source: str, rank: int | None, base_ns: int | None,
-                    epoch_if_large: bool, steps: pl.DataFrame | None) -> pa.Table:
-    """Counter rows with provenance, absolute time and step."""
+                    epoch_if_large: bool, intervals: tuple | None) -> pa.Table:
+    """Counter rows with provenance, absolute time and step (host ProfilerStep containing the sample)."""
     if part is None or part.num_rows == 0:
         return T.empty("counters")
-    df = pl.from_arrow(part)
-    df = df.with_columns(
-        pl.lit(file).alias("file"), pl.lit(source).alias("source"), pl.lit(rank, dtype=pl.Int32).alias("rank"),
-        pl.from_arrow(absolute_ts(part["ts_us"], base_ns, epoch_if_large)).alias("ts"),
-    )
-    if steps is not None and steps.height:
-        j = (df.with_row_index("_r").select("_r", "ts_us").drop_nulls().sort("ts_us")
-             .join_asof(steps, left_on="ts_us", right_on="s0", strategy="backward")
-             .select("_r", pl.when(pl.col("ts_us") <= pl.col("s1")).then(pl.col("stepno")).alias("step")))
-        df = df.with_row_index("_r").join(j, on="_r", how="left").sort("_r").drop("_r")
-    return T.conform("counters", df.to_arrow())
-
-
-def host_step_intervals(spans: pa.Table) -> pl.DataFrame:
-    """Host-side ProfilerStep intervals (for placing counters in steps)."""
-    df = pl.from_arrow(spans.select(["name", "kind", "ph", "ts_us", "dur_us"]))
-    df = df.with_columns(pl.col(c).cast(pl.String) for c in ("name", "kind", "ph"))
-    marks = df.filter((pl.col("ph") == "X") & pl.col("name").str.contains(r"^ProfilerStep#\d+$")
-                      & ~pl.col("kind").is_in(GPU_KINDS).fill_null(False))
-    if marks.height == 0:
-        return pl.DataFrame(schema={"s0": pl.Float64, "s1": pl.Float64, "stepno": pl.Int64})
-    return (marks.with_columns(pl.col("name").str.extract(r"#(\d+)$").cast(pl.Int64).alias("stepno"))
-            .group_by("stepno").agg(pl.col("ts_us").min().alias("s0"), (pl.col("ts_us") + pl.col("dur_us")).max().alias("s1"))
-            .sort("s0").select("s0", "s1", "stepno"))
+    n = part.num_rows
+    cols = {name: part[name] for name in part.column_names}
+    cols["file"] = const_dict(file, n)
+    cols["source"] = const_dict(source, n)
+    cols["rank"] = pa.nulls(n, pa.int32()) if rank is None else pa.array(np.full(n, rank, dtype=np.int32))
+    cols["ts"] = absolute_ts(part["ts_us"], base_ns, epoch_if_large)
+    if intervals is not None and intervals[0].size:
+        step = contain(_np(part["ts_us"], np.float64, np.nan), *intervals)
+        cols["step"] = pa.array(step, mask=step < 0, type=pa.int64())
+    return T.conform("counters", pa.table(cols))

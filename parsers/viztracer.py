@@ -96,8 +96,7 @@ def build(tr: chrome_trace.Trace, rel: str) -> tuple[dict[str, pa.Table], dict, 
     counters = tt.concat_parts([p["counters"] for p in tr.parts])
     parts = [p["spans"] for p in tr.parts]
     tr.parts.clear()
-    spans = tt.finish_spans(parts, threads, rel, SOURCE, rank, base_ns, False, extra=_function_columns)
-    steps = tt.host_step_intervals(spans)
+    spans, steps = tt.finish_spans(parts, threads, rel, SOURCE, rank, base_ns, False, extra=_function_columns)
     cnt = tt.finish_counters(counters, rel, SOURCE, rank, base_ns, False, steps)
     info = {"source": SOURCE, "version": vm.get("version"), "overflow": vm.get("overflow"), "base_time_ns": base_ns,
             "spans": spans.num_rows, "threads": threads.height, "complete": tr.complete}
