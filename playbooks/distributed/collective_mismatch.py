@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import polars as pl
 
 from forensics.context import Context
@@ -41,7 +43,9 @@ or size mismatches), or watchdog timeouts whose op types differ between ranks at
 Mismatched collectives deadlock or corrupt data; the timeout that follows hides the real bug.
 
 ## Evidence
-`events`: mismatch reports; watchdog timeouts with `SeqNum` and `OpType` per rank.
+`events`: mismatch reports; watchdog timeouts with `SeqNum` and `OpType` per rank. When several ranks
+report, each names the rank it disagrees with (`…, but Rank 2 is running collective: …`): the rank
+named by most reports is the odd one, and its own report leads the evidence.
 
 ## Known false positives
 Different SeqNums alone can also mean one rank is merely slow: that is reported by `nccl-timeout`
@@ -51,13 +55,36 @@ Different SeqNums alone can also mean one rank is merely slow: that is reported 
 )
 
 
+def _odd_rank(ev: pl.DataFrame) -> int | None:
+    """The rank the others' reports name (`…, but Rank 2 is running collective: …`) more often than any other rank."""
+    named = ev.with_columns(field("other_rank").cast(pl.Int64, strict=False).alias("o")).get_column("o").drop_nulls()
+    if named.len() < 2:
+        return None
+    counts = named.value_counts(sort=True)
+    top = counts.row(0)
+    if counts.height > 1 and counts.row(1)[1] >= top[1]:
+        return None
+    return int(top[0])
+
+
 @PLAYBOOK.detector(("events",))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Explicit mismatch reports, or timeouts whose op types differ across ranks."""
     ev = events(ctx, MISMATCH_CODES)
     if ev.height:
-        return detection(ev, f"collective mismatch on {ranks_text(sorted({r for r in ev['rank'].to_list() if r is not None})) or 'the job'}: {first_message(ev)}",
-                         {"divergent_code_path": 0.8, "uneven_data": 0.4}, confidence=0.95)
+        odd = _odd_rank(ev)
+        reported = ranks_text(sorted({r for r in ev["rank"].to_list() if r is not None})) or "the job"
+        if odd is not None:
+            # The odd rank's own report first: its collective is the one that differs.
+            mine = ev.filter(pl.col("rank") == odd)
+            ev = pl.concat([mine, ev.filter(pl.col("rank").is_null() | (pl.col("rank") != odd))], how="vertical_relaxed")
+        found = detection(ev, f"collective mismatch on {reported}"
+                              f"{f' (rank {odd} runs a different collective from the others)' if odd is not None else ''}: {first_message(ev)}",
+                          {"divergent_code_path": 0.8, "uneven_data": 0.4}, confidence=0.95,
+                          facts={"odd_rank": odd} if odd is not None else None)
+        if odd is not None and found.onset.rank != odd:
+            found.onset = replace(found.onset, rank=odd)
+        return found
     to = events(ctx, TIMEOUT_CODES).with_columns(field("op").alias("op")).filter(pl.col("op").is_not_null() & pl.col("rank").is_not_null())
     per_rank = to.group_by("rank").agg(pl.col("op").first())
     if per_rank.get_column("op").n_unique() <= 1:

@@ -6,7 +6,7 @@ import polars as pl
 
 from forensics.context import Context
 from playbooks.base import Playbook, declare
-from playbooks.evidence import combine, detection, events, first_message, ranks_text
+from playbooks.evidence import combine, detection, events, first_message, ranks_of, ranks_text
 from playbooks.fields import field
 from playbooks.model import ANY_PLAYBOOK, Cause, Detection, Severity
 
@@ -64,6 +64,9 @@ with their `Last error` detail; `NCCL WARN` lines. Fabric errors (IB completions
 rank the network cause first, unless another finding shows a peer died first (then its failure is
 the root and this finding its consequence).
 
+A rank that logs progress but neither a timeout nor an error while the others time out never reached
+the collective: it is named, and the straggler cause ranks first.
+
 ## Known false positives
 `NCCL INFO` chatter and the advice sentences that follow a timeout (`Due to the asynchronous nature of
 CUDA kernels …`) are not counted.
@@ -92,6 +95,12 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         ops = seq.get_column("op").drop_nulls().unique().to_list()
         if ops:
             facts["op_types"] = sorted(ops)
+        silent = _silent_ranks(ctx, timeouts)
+        if silent:
+            # Ranks whose logs show progress but neither a timeout nor any error: they never reached the
+            # collective the others waited in (a straggler or a rank stuck outside collectives).
+            causes["desync_or_straggler"] = max(causes.get("desync_or_straggler", 0.0), 0.8)
+            facts["silent_ranks"] = silent
     text = pl.concat([ev.get_column("message"), ev.get_column("text")]).str.join("\n")[0] if ev.height else ""
     if pl.Series([text]).str.contains(NETWORK_TEXT)[0]:
         causes["network"] = 0.6
@@ -107,4 +116,17 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     summary = f"{kind} on {ranks_text(ranks) or 'an unknown rank'}: {first_message(timeouts if timeouts.height else errors)}"
     if "lagging_rank" in facts:
         summary += f" (rank {facts['lagging_rank']} is behind at SeqNum {facts['lagging_seq']})"
+    if facts.get("silent_ranks"):
+        summary += f" ({ranks_text(facts['silent_ranks'])} logged no timeout and no error: it never reached the collective)"
     return detection(ev, summary, causes, confidence=0.9, facts=facts)
+
+
+def _silent_ranks(ctx: Context, timeouts: pl.DataFrame) -> list[int]:
+    """Ranks with progress lines in the run but no timeout and no error of their own, when others timed out."""
+    waited = set(ranks_of(timeouts))
+    if not waited:
+        return []
+    m = ctx.metrics
+    known = set(ranks_of(m.filter(pl.col("step").is_not_null()))) if m.height else set()
+    erred = set(ranks_of(ctx.events.filter(pl.col("severity") == "error")))
+    return sorted(known - waited - erred)

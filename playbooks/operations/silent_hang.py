@@ -41,15 +41,15 @@ PLAYBOOK = declare(
         verify="py-spy dump --pid <pid>; TORCH_NCCL_DUMP_ON_TIMEOUT=1 (flight recorder)",
         fix="As the cause says; add timeouts so hangs become errors",
         thresholds={
-            "gap_minutes": Threshold(10, "minutes between a rank's last progress line and the end of the run's other logs", "ours; matches the default NCCL timeout"),
+            "gap_minutes": Threshold(10, "minutes between a rank's last progress line and the other ranks' last progress line", "ours; matches the default NCCL timeout"),
             "lag_steps": Threshold(20, "steps a rank's last logged step trails the furthest rank", "ours"),
             "stall_intervals": Threshold(30, "silence before an outside kill, in typical intervals between progress lines, that counts as a hang of every rank", "ours"),
             "stall_minutes": Threshold(2, "shortest silence before an outside kill that counts as a hang of every rank", "ours"),
         },
         doc="""\
 ## Symptom
-A rank's progress (step lines) stops while other ranks' logs go on for a long time (default 10
-minutes or 20 steps more), without an error on that rank; or every rank's progress stops together
+A rank's progress (step lines) stops while the other ranks' progress goes on for a long time
+(default 10 minutes or 20 steps more), without an error on that rank; or every rank's progress stops together
 and, after a long silence without any error (default 30 progress intervals and at least 2 minutes),
 the job is stopped from outside (`Received 15 death signal` from a scheduler's time limit or a
 cancel); or stack dumps of stuck workers (`faulthandler` timeouts, `py-spy dump`, the NCCL heartbeat
@@ -59,7 +59,7 @@ monitor reporting the watchdog stuck, `DataLoader timed out`).
 Hung jobs burn GPU hours until someone notices; the rank that stopped first is where to look.
 
 ## Evidence
-`metrics` (last step and time per rank) against the latest time/step in any log; `events` for dumps,
+`metrics` (last step and time per rank) against the other ranks' latest progress; `events` for dumps,
 for the outside kill, and for errors that would explain the stop (a rank that ends with an error is
 a crash, not a hang; the launcher's own shutdown messages after the kill are not such errors).
 
@@ -93,7 +93,9 @@ def detect_stalled_rank(ctx: Context, th: dict) -> Detection | None:
         pl.col("file").last().alias("file"), pl.col("line").max().alias("line"),
     )
     ev = ctx.events
-    run_end = max([t for t in (ev.get_column("ts").max() if ev.height else None, m.get_column("ts").max()) if t is not None], default=None)
+    # Only the others' progress counts as the run going on: when every rank stops at the same point and
+    # the others then time out in the collective, the timeout finding reports the rank that never came.
+    run_end = m.get_column("ts").max()
     max_step = last.get_column("last_step").max()
     stalled = []
     for row in last.sort("rank").iter_rows(named=True):
@@ -116,7 +118,7 @@ def detect_stalled_rank(ctx: Context, th: dict) -> Detection | None:
     first = min(stalled, key=lambda r: (r["last_step"], r["rank"]))
     rows = m.filter((pl.col("rank") == first["rank"]) & (pl.col("line") == first["line"]))
     ranks = [r["rank"] for r in stalled]
-    gap = f", {(run_end - first['last_ts']).total_seconds() / 60:.0f} min before the run's last log line" if run_end is not None and first["last_ts"] is not None else ""
+    gap = f", {(run_end - first['last_ts']).total_seconds() / 60:.0f} min before the others' last progress line" if run_end is not None and first["last_ts"] is not None else ""
     return Detection(
         summary=f"rank {first['rank']} stopped at step {first['last_step']} (others reached step {max_step}){gap}, with no error of its own",
         onset=Onset(step=first["last_step"], time=first["last_ts"], rank=first["rank"], file=first["file"], line=first["line"]),
