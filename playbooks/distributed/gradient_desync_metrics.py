@@ -29,7 +29,13 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
             continue
         spread = sp.with_columns(pl.col("rel_diff").alias("value"), pl.lit(None, pl.Int32).alias("rank"))
         o = M.ts.onset(spread, pl.col("value") > th["rel_diff"], int(th["min_points"]))
-        if o is not None:
+        if o is None:
+            continue
+        # Replicas' parameter norms must agree whenever the model is synchronised. A logged grad norm
+        # only counts when the ranks did agree on it before (it is the reduced value, not a local one:
+        # pipeline/tensor-parallel ranks and local pre-reduction norms differ by design).
+        agreed = sp.filter((pl.col("step") < o.step) & (pl.col("rel_diff") <= th["rel_diff"])).height
+        if name != "grad_norm" or agreed > 0:
             found.append((o.step, name, o, sp, s))
     if not found:
         return None

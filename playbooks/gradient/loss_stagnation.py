@@ -125,13 +125,17 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         what += f" while lr = {M.fmt(lr_max)}" if lr_max > 0 else " while lr = 0"
     at = s.filter(pl.col("step") == onset_step)
     row = at.row(0, named=True) if at.height else tail.row(0, named=True)
+    # Without a cause in sight (LR 0, zero gradients, ln V) a slow-but-flat loss may be a fine-tune
+    # starting near its optimum: medium severity and a lower confidence.
+    evident = bool(vocab) or "lr_zero" in causes or causes.get("zero_gradients", 0) >= 0.8
     return Detection(
         summary=what,
         onset=M.onset_at(row),
+        severity=None if evident else Severity.MEDIUM,
         evidence=M.quote(pl.concat([at, s.tail(1), M.pick(M.series(ctx, M.LR, finite=True), [onset_step])], how="diagonal_relaxed")),
         evidence_count=n - (s.filter(pl.col("step") < onset_step).height),
         causes=causes,
-        confidence=0.9 if vocab or (lr_max is not None and lr_max <= 1e-8) else 0.75,
+        confidence=0.9 if evident else 0.6,
         facts={"level": level, "start_level": start, "onset_step": onset_step, "implied_vocab": round(math.exp(level)) if level < 20 else None,
                "vocab": vocab, "lr": lr_max, "trend_rel_change": (t.last_fit - t.first_fit) / level},
     )
