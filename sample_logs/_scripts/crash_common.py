@@ -94,5 +94,18 @@ def grad_norm(model: nn.Module) -> float:
     return math.sqrt(total)
 
 
+def rank_log_to_file() -> None:
+    """With RANK_LOG_DIR set, send this rank's stdout and stderr (C++ output too) to RANK_LOG_DIR/rankN.log,
+    the dup2 pattern of many cluster launch scripts."""
+    d = os.environ.get("RANK_LOG_DIR")
+    if not d:
+        return
+    fd = os.open(os.path.join(d, f"rank{os.environ['RANK']}.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    sys.stdout = os.fdopen(1, "w", buffering=1)
+    sys.stderr = os.fdopen(2, "w", buffering=1)
+
+
 def env_int(name: str, default: int) -> int:
     return int(os.environ.get(name, default))

@@ -11,8 +11,6 @@ Scenarios (--scenario):
                so the others block in the next all-reduce until the process-group timeout.
   straggler    --fail-rank blocks for --stall-s seconds in data loading at --fail-step (a stuck
                network filesystem read); the others time out in the all-reduce.
-  netfail      --fail-rank loses its network connection at --fail-step (--gpu-text: NCCL
-               `unhandled system error`, formats.md §2.4.3) and exits; the others time out.
   hang         --fail-rank blocks forever in data loading at --fail-step; the timeout is longer
                than the job's time limit, so nothing is printed until the job is killed.
   long-eval    rank 0 runs a slow evaluation at --fail-step while the others wait in a barrier,
@@ -36,7 +34,7 @@ import time
 
 import torch
 import torch.distributed as dist
-from crash_common import SEQ, TinyLM, batch, lm_loss, titan_logger, titan_step_line
+from crash_common import SEQ, TinyLM, batch, lm_loss, rank_log_to_file, titan_logger, titan_step_line
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 TOTAL_GIB = 79.10  # torch.cuda.get_device_properties(0).total_memory of an 80 GB H100, in GiB
@@ -112,15 +110,20 @@ def oom_text(gpu: int, step: int) -> str:
     )
 
 
-def nccl_system_error(rank: int, peer_ip: str) -> str:
-    """formats.md §2.4.3 [OBS]: DistBackendError from a failed NCCL call, NCCL 2.21."""
-    return (
-        "NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2157, unhandled system error "
-        "(run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n"
-        "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. \n"
-        "Last error:\n"
-        f"socketStartConnect: Connect to {peer_ip}<48425> failed : Software caused connection abort"
-    )
+def nccl_init_text(rank: int, world: int) -> None:
+    """NCCL_DEBUG=INFO communicator set-up lines (formats.md §2.4.4 [SRC src/init.cc]) and PyTorch 2.6's
+    barrier-device warning ([OBS verl-project/verl#1472, deepspeedai/DeepSpeed#7266])."""
+    host, pid = "gpu-node-17", os.getpid()
+    tid = pid + 57
+    out = []
+    if rank == 0:
+        out.append("NCCL version 2.21.5+cuda12.4")
+    out.append(f"{host}:{pid}:{tid} [{rank}] NCCL INFO Using network IB")
+    out.append(f"{host}:{pid}:{tid} [{rank}] NCCL INFO comm 0x5581a3c0{rank}e40 rank {rank} nRanks {world} nNodes 1 localRanks {world} localRank {rank} MNNVL 0")
+    out.append(f"{host}:{pid}:{tid} [{rank}] NCCL INFO ncclCommInitRank comm 0x5581a3c0{rank}e40 rank {rank} nranks {world} cudaDev {rank} nvmlDev {rank} busId {0x18 + 0x1a * rank:x}000 commId 0x8b2f1c6a4d0e9f37 - Init COMPLETE")
+    out.append(glog_prefix(rank, "W", 4561) + f"[PG ID 0 PG GUID 0 Rank {rank}]  using GPU {rank} to perform barrier as devices used by this process are currently unknown. This can potentially cause a hang if this rank to GPU mapping is incorrect. Specify device_ids in barrier() to force use of a particular device, or call init_process_group() with a device_id.")
+    sys.stderr.write("\n".join(out) + "\n")
+    sys.stderr.flush()
 
 
 class Metrics(threading.Thread):
@@ -149,12 +152,7 @@ def main() -> None:
     ap.add_argument("--dump-stacks-after", type=float, default=0, help="faulthandler watchdog (seconds without progress)")
     args = ap.parse_args()
 
-    if os.environ.get("RANK_LOG_DIR"):  # one file per rank, C++ output included (launch scripts do this with dup2)
-        fd = os.open(os.path.join(os.environ["RANK_LOG_DIR"], f"rank{os.environ['RANK']}.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        sys.stdout = os.fdopen(1, "w", buffering=1)
-        sys.stderr = os.fdopen(2, "w", buffering=1)
+    rank_log_to_file()
     log = titan_logger()
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.timeout_s))
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -168,6 +166,8 @@ def main() -> None:
         log.info(f"Building tiny-lm with {numel:,} parameters, world size {world}, local batch {bs}, seq len {SEQ}")
         log.info(f"Process group timeout {datetime.timedelta(seconds=args.timeout_s)}")
         log.info("Training starts at step 1")
+    if args.gpu_text and args.scenario == "healthy":
+        nccl_init_text(rank, world)
     if args.dump_stacks_after:
         faulthandler.dump_traceback_later(args.dump_stacks_after, exit=False)
 
@@ -182,7 +182,6 @@ def main() -> None:
             model.module.head.register_forward_pre_hook(_alloc_guard)
         else:
             state = {"step": 0}
-        t_last = time.perf_counter()
         for step in range(1, args.steps + 1):
             state["step"] = step
             if args.dump_stacks_after:
@@ -194,10 +193,6 @@ def main() -> None:
                 elif args.scenario == "hang":
                     while True:
                         time.sleep(3600)
-                elif args.scenario == "netfail":
-                    if args.gpu_text:
-                        raise torch.distributed.DistBackendError(nccl_system_error(rank, "10.233.70.50"))
-                    raise ConnectionResetError(104, "Connection reset by peer")
             if step == args.fail_step and args.scenario == "long-eval":
                 if rank == 0:
                     log.info(f"Running evaluation at step {step} on 2048 held-out sequences")
@@ -209,7 +204,10 @@ def main() -> None:
                 loss = lm_loss(model(x), y)
                 loss.backward()
             except RuntimeError as e:
-                if args.gpu_text and "Timed out" in str(e):
+                # gloo reports the timeout on the first ranks and "Connection closed by peer" on those whose
+                # peers were already torn down; on NCCL every rank's watchdog fires, so print that for both.
+                timed_out = time.perf_counter() - t_coll >= 0.99 * args.timeout_s
+                if args.gpu_text and ("Timed out" in str(e) or ("Connection closed by peer" in str(e) and timed_out)):
                     ran = int((time.perf_counter() - t_coll) * 1000)
                     seq = dist.distributed_c10d._get_default_group()._get_sequence_number_for_group()
                     sys.stdout.flush()
@@ -223,14 +221,9 @@ def main() -> None:
             if args.step_sleep:
                 time.sleep(args.step_sleep)
             if step % args.log_every == 0 or step == 1:
-                dt = (time.perf_counter() - t_last) / (1 if step == 1 else args.log_every)
-                t_last = time.perf_counter()
-                if args.gpu_text:  # what the same job reports on an H100 (simulated numbers)
-                    mem = 74.12 + 0.004 * step + 1.94
-                    line = titan_step_line(step, loss.item(), gn, mem, 100 * mem / TOTAL_GIB, 5321 + step % 7 * 13, 341.7, 34.55)
-                else:
-                    line = titan_step_line(step, loss.item(), gn, 0.0, 0.0, bs * SEQ / max(dt, 1e-9), 0.0, 0.0)
-                log.info(line)
+                # memory/tps/tflops/mfu: what the same job reports on an H100 (simulated numbers, every scenario)
+                mem = (74.12 if args.scenario == "oom" else 61.20) + 0.004 * step + 1.94
+                log.info(titan_step_line(step, loss.item(), gn, mem, 100 * mem / TOTAL_GIB, 5321 + step % 7 * 13, 341.7, 34.55))
         dist.barrier()
         if rank == 0:
             log.info("Training completed")
