@@ -18,6 +18,9 @@ NETWORK_TEXT = r"(?i)socket|connect|NET/IB|ibv_|network|Connection reset|remote 
 # Failures of the fabric itself: IB work completions in error, refused or aborted connections, a peer
 # closing the socket. A peer that died first causes them too; the engine then confirms peer_died_first.
 FABRIC_CODES = ("nccl_ib_completion_error", "nccl_socket_connect_failed")
+# NCCL_DEBUG=WARN lines printed by healthy runs: topology probing in VMs and containers, network
+# plugin loading (NCCL falls back to its internal transports).
+BENIGN_WARN = r"Could not find real path|NET/Plugin|No plugin found|Failed to open libibverbs|NET/IB : No device found"
 FABRIC_TEXT = r"(?i)Connection closed by (?:remote )?peer|Connection reset by peer|Got completion from peer|socketStartConnect|Connect to \S+ failed"
 INTERFACE_TEXT = r"(?i)NCCL_SOCKET_IFNAME|Bootstrap : no socket interface|no socket interface found|No usable|failed to bind"
 
@@ -69,7 +72,9 @@ the collective: it is named, and the straggler cause ranks first.
 
 ## Known false positives
 `NCCL INFO` chatter and the advice sentences that follow a timeout (`Due to the asynchronous nature of
-CUDA kernels …`) are not counted.
+CUDA kernels …`) are not counted. `NCCL WARN` lines alone (no error, no timeout, no fabric failure)
+are not a crash: topology and plugin probing warnings (`Could not find real path`, `NET/Plugin`) give
+an `info` finding, other warnings a `medium` one.
 """,
     )
 )
@@ -112,13 +117,20 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if pl.Series([text]).str.contains(INTERFACE_TEXT)[0]:
         causes["wrong_interface"] = 0.6
     ranks = sorted({r for r in ev.get_column("rank").to_list() if r is not None})
-    kind = "collective timeout" if timeouts.height else "NCCL error"
+    severity = None
+    warn_only = timeouts.height == 0 and errors.filter(pl.col("code") != "nccl_warn").height == 0
+    if warn_only and causes.get("network", 0.0) < 1.0:
+        # NCCL warnings with no error, no timeout and no fabric failure: topology or plugin probing
+        # (known-benign forms) is noted only; other warnings are worth a look but are not a crash.
+        benign = errors.get_column("message").str.contains(BENIGN_WARN).all()
+        severity = Severity.INFO if benign else Severity.MEDIUM
+    kind = "collective timeout" if timeouts.height else "NCCL error" if severity is None else "NCCL warning"
     summary = f"{kind} on {ranks_text(ranks) or 'an unknown rank'}: {first_message(timeouts if timeouts.height else errors)}"
     if "lagging_rank" in facts:
         summary += f" (rank {facts['lagging_rank']} is behind at SeqNum {facts['lagging_seq']})"
     if facts.get("silent_ranks"):
         summary += f" ({ranks_text(facts['silent_ranks'])} logged no timeout and no error: it never reached the collective)"
-    return detection(ev, summary, causes, confidence=0.9, facts=facts)
+    return detection(ev, summary, causes, confidence=0.9 if severity is None else 0.5, facts=facts, severity=severity)
 
 
 def _silent_ranks(ctx: Context, timeouts: pl.DataFrame) -> list[int]:
