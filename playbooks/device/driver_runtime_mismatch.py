@@ -10,6 +10,9 @@ from playbooks.model import Cause, Detection, Severity
 DRIVER_CODES = ("cuda_driver_insufficient", "cuda_driver_too_old", "no_nvidia_driver", "cuda_init_failed")
 ARCH_CODES = ("no_kernel_image", "cuda_arch_incompatible")
 NCCL_CODES: tuple[str, ...] = ()  # no message form of a version mismatch is known yet
+# The UserWarning torch prints when CUDA cannot initialise (the run then goes on without a GPU).
+INIT_WARNING = r"UserWarning: CUDA initialization:|^CUDA initialization:"
+NO_DRIVER = r"Found no NVIDIA driver on your system"
 
 PLAYBOOK = declare(
     Playbook(
@@ -47,7 +50,9 @@ worse, one node of many differs.
 `events` with driver, architecture and NCCL-version codes.
 
 ## Known false positives
-None known for the error forms; the sm_XX compatibility text is a warning and rated lower when no error follows.
+None known for the error forms. The sm_XX compatibility text and the `UserWarning: CUDA initialization: …`
+forms are warnings (torch goes on without the GPU): `medium` when no error follows, and `info` when the
+warning only says no NVIDIA driver was found (a CPU-only machine running a CUDA build).
 """,
     )
 )
@@ -70,6 +75,12 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         causes["wrong_arch"] = 0.9
     if nccl.height:
         causes["nccl_mismatch"] = 0.8
-    only_warning = ev.filter(pl.col("severity") == "error").height == 0
+    # torch prints driver problems at CUDA initialisation as a UserWarning and goes on without the GPU.
+    raised = ev.filter((pl.col("severity") == "error") & ~pl.col("message").str.contains(INIT_WARNING))
+    only_warning = raised.height == 0
+    severity = Severity.MEDIUM if only_warning else None
+    if only_warning and ev.get_column("message").str.contains(NO_DRIVER).all():
+        # No driver at all: a CPU-only machine running a CUDA build; nothing failed.
+        severity = Severity.INFO
     return detection(ev, f"environment mismatch: {first_message(ev)}", causes,
-                     confidence=0.6 if only_warning else 0.95, severity=Severity.MEDIUM if only_warning else None)
+                     confidence=0.6 if only_warning else 0.95, severity=severity)
