@@ -1,13 +1,24 @@
-"""Ingest a run folder: discover files, run each file's parser, gather the evidence tables."""
+"""Ingest a run folder: discover files, run each file's parser, gather the evidence tables.
+
+Big runs are parsed by a pool of worker processes (one file per task, largest first) that write
+each file's tables to a spool folder as Arrow IPC; the parent only keeps file rows, so its memory
+does not grow with the run. A table is assembled (in file order, the same as a serial parse) the
+first time it is asked for.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import traceback
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 
+from forensics import spool
 from forensics import tables as T
 from forensics.discover import discover
 from forensics.sniff import sniff_source
@@ -21,10 +32,27 @@ class Run:
     root: Path
     tables: dict[str, pa.Table] = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
+    # Per-file parts not yet assembled: in-memory tables or Arrow IPC files in a spool folder.
+    parts: dict[str, list[pa.Table | Path]] = field(default_factory=dict, repr=False)
 
     def table(self, name: str) -> pa.Table:
         """One evidence table (empty with its schema when nothing produced it)."""
+        if name not in self.tables and name in self.parts:
+            self.tables[name] = T.concat(name, [_load(p) for p in self.parts.pop(name)])
         return self.tables.get(name) or T.empty(name)
+
+
+def _load(part: pa.Table | Path) -> pa.Table:
+    # Memory-mapped: pages are read when the table is assembled, not before.
+    return part if isinstance(part, pa.Table) else spool.read(part)
+
+
+def _spill(table: pa.Table, path: Path) -> Path:
+    """The table's file in the spool: the one a parser already wrote it to, else a new one."""
+    own = spool.file_of(table)
+    if own is not None and own.parent == path.parent:
+        return own
+    return spool.write(table, path)
 
 
 def _file_row(rel: str, kind: str, size: int, compression: str | None, parser: str | None,
@@ -58,6 +86,55 @@ def parse_one(src) -> tuple[dict, ParseResult | None]:
     return row, result
 
 
+# Runs smaller than this are parsed in-process: starting workers costs about a second.
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+# Parsed tables kept in memory up to this size; beyond it they go to the spool folder.
+SPILL_BYTES = 128 * 1024 * 1024
+
+
+def _worker_count(sources: list) -> int:
+    """Worker processes to use: FORENSICS_WORKERS if set, else one per CPU for runs worth it."""
+    env = os.environ.get("FORENSICS_WORKERS")
+    if env is not None:
+        try:
+            return max(1, min(int(env), len(sources)))
+        except ValueError:
+            return 1
+    if len(sources) < 2 or sum(s.size for s in sources) < PARALLEL_MIN_BYTES:
+        return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cpus, len(sources)))
+
+
+def _parse_task(task: tuple[int, object, str]) -> tuple[int, dict, dict, dict[str, str]]:
+    """Worker side: parse one file and write its tables to the spool folder (the parent maps them)."""
+    index, src, folder = task
+    with spool.using(Path(folder)):
+        row, result = parse_one(src)
+    paths: dict[str, str] = {}
+    meta: dict = {}
+    if result is not None:
+        meta = result.meta
+        for name, table in result.tables.items():
+            if table is not None and table.num_rows:
+                paths[name] = str(_spill(table, Path(folder) / f"{index:06d}-{name}.arrows"))
+    return index, row, meta, paths
+
+
+class _Spool:
+    """A temporary folder for spilled tables, removed when the Run that uses it is collected."""
+
+    def __init__(self, run: Run) -> None:
+        self.path: Path | None = None
+        self._run = run
+
+    def get(self) -> Path:
+        if self.path is None:
+            self.path = Path(tempfile.mkdtemp(prefix="forensics-spool-"))
+            weakref.finalize(self._run, shutil.rmtree, self.path, True)
+        return self.path
+
+
 def ingest(root: Path, progress=None) -> Run:
     """Parse every file under `root` into the evidence tables (input is only ever read)."""
     root = Path(root)
@@ -68,21 +145,63 @@ def ingest(root: Path, progress=None) -> Run:
     if progress is not None:
         for row in rows:
             progress(row)
-    parts: dict[str, list[pa.Table]] = {name: [] for name in T.EVIDENCE_TABLES}
     run = Run(root=root)
-    for src in sources:
-        row, result = parse_one(src)
-        rows.append(row)
-        if progress is not None:
-            progress(row)
-        if result is None:
+    run.parts = {name: [] for name in T.EVIDENCE_TABLES}
+    run_spool = _Spool(run)
+    done: dict[int, tuple[dict, dict, dict[str, pa.Table | Path]]] = {}
+    reported = 0
+    workers = _worker_count(sources)
+    if workers > 1:
+        reported = _parse_parallel(sources, workers, run_spool, done, progress)
+    in_memory = 0
+    for index, src in enumerate(sources):
+        if index < reported:
             continue
-        for name, table in result.tables.items():
-            parts.setdefault(name, []).append(table)
-        for key, value in result.meta.items():
+        if index not in done:  # serial run, or a file a broken worker pool left
+            with spool.using(run_spool.get):
+                row, result = parse_one(src)
+            tables: dict[str, pa.Table | Path] = {}
+            if result is not None:
+                for name, table in result.tables.items():
+                    if table is None or not table.num_rows:
+                        continue
+                    if spool.file_of(table) is not None:
+                        tables[name] = spool.file_of(table)  # the parser already spilled it
+                        continue
+                    in_memory += table.nbytes
+                    # Past the budget, parts go to disk so that memory stays bounded whatever the run's size.
+                    tables[name] = _spill(table, run_spool.get() / f"{index:06d}-{name}.arrows") if in_memory > SPILL_BYTES else table
+            done[index] = (row, result.meta if result is not None else {}, tables)
+        if progress is not None:
+            progress(done[index][0])
+    for index in range(len(sources)):
+        row, meta, tables = done[index]
+        rows.append(row)
+        for name, part in tables.items():
+            run.parts.setdefault(name, []).append(part)
+        for key, value in meta.items():
             run.meta.setdefault(key, value)
     rows.sort(key=lambda r: r["file"])
     run.tables["files"] = pa.Table.from_pylist(rows, schema=T.FILES) if rows else T.empty("files")
-    for name, tabs in parts.items():
-        run.tables[name] = T.concat(name, tabs)
     return run
+
+
+def _parse_parallel(sources: list, workers: int, run_spool: _Spool, done: dict, progress) -> int:
+    """Parse files in worker processes, largest first; returns how many leading files were reported.
+
+    Progress is reported in file order, as a serial parse reports it. A file whose task failed
+    (its worker killed, e.g. by the OOM killer) is left out of `done` for the caller to parse.
+    """
+    from forensics.workers import run_tasks
+
+    folder = str(run_spool.get())
+    order = sorted(range(len(sources)), key=lambda i: -sources[i].size)
+    tasks = [(i, (i, sources[i], folder)) for i in order]
+    reported = 0
+    # One polars thread per worker: the workers already use every core.
+    for _, (index, row, meta, paths) in run_tasks("forensics.ingest:_parse_task", tasks, workers, {"POLARS_MAX_THREADS": "1"}):
+        done[index] = (row, meta, {name: Path(p) for name, p in paths.items()})
+        while progress is not None and reported in done:
+            progress(done[reported][0])
+            reported += 1
+    return reported if progress is not None else 0

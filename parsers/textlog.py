@@ -12,6 +12,8 @@ import os
 
 import polars as pl
 
+from forensics import spool
+from forensics import tables as T
 from forensics.tables import conform
 from parsers import blocks, metric_lines, nvsmi_table, profile_table, signatures
 from parsers.base import Parser, ParseResult, Sniffed
@@ -55,40 +57,96 @@ def carry_steps(rows: pl.DataFrame, anchors: pl.DataFrame) -> pl.DataFrame:
     return out.sort("_i").drop("_i", "_r", "_s", "_a")
 
 
+# Lines of context on each side of a batch of metric rows: metric_lines.finalize decides a row
+# from rows at most this many physical lines away (HF dict steps come from bar states within two
+# lines), so a batch finalized with this much context around it gives what the whole file would.
+FINALIZE_CONTEXT_LINES = 64
+
+
+class _Output:
+    """Finishes metric and event rows batch by batch, so a file's memory does not grow with its length.
+
+    Rows up to `cut` (the frame's last line less FINALIZE_CONTEXT_LINES) are finalized, given
+    their steps (anchors: this batch's step lines plus the last step line per rank before it)
+    and written to compact Arrow sinks that spill to disk; later rows wait for the next frame.
+    """
+
+    def __init__(self, rel: str, file_rank: int | None) -> None:
+        self.rel = rel
+        self.file_rank = file_rank
+        self.metrics_in: list[pl.DataFrame] = []
+        self.events_in: list[pl.DataFrame] = []
+        self.back: pl.DataFrame | None = None  # raw metric rows of the lines just before `done`
+        self.anchors: pl.DataFrame | None = None  # the last step line of each rank so far
+        self.done = 0  # rows with line <= done are written
+        self.metrics = spool.TableSink(T.METRICS)
+        self.events = spool.TableSink(T.EVENTS)
+
+    def _rank(self, df: pl.DataFrame) -> pl.DataFrame:
+        return df.with_columns(pl.col("rank").fill_null(self.file_rank)) if self.file_rank is not None else df
+
+    def add(self, metrics: pl.DataFrame, events: list[pl.DataFrame], last_line: int) -> None:
+        if metrics.height:
+            self.metrics_in.append(self._rank(metrics.select(METRIC_COLS)))
+        self.events_in.extend(self._rank(e.select(EVENT_COLS)) for e in events if e.height)
+        cut = last_line - FINALIZE_CONTEXT_LINES
+        if cut > self.done:
+            self._flush(cut)
+
+    def close(self) -> None:
+        self._flush(None)
+
+    def _flush(self, cut: int | None) -> None:
+        upto = (pl.col("line") <= cut) if cut is not None else pl.lit(True)
+        raw = pl.concat(self.metrics_in, how="vertical_relaxed") if self.metrics_in else None
+        anchors = self.anchors
+        if raw is not None:
+            context = raw if self.back is None else pl.concat([self.back, raw], how="vertical_relaxed")
+            ready = metric_lines.finalize(context).filter((pl.col("line") > self.done) & upto)
+            self.metrics_in = [raw.filter(~upto)] if cut is not None else []
+            if cut is not None:
+                self.back = context.filter(upto & (pl.col("line") > cut - FINALIZE_CONTEXT_LINES))
+            new = ready.filter(pl.col("step").is_not_null()).select("line", "rank", "step")
+            if new.height:
+                anchors = new if anchors is None else pl.concat([anchors, new], how="vertical_relaxed")
+                self.anchors = anchors.sort("line", maintain_order=True).group_by(
+                    pl.col("rank").fill_null(-1).alias("_r"), maintain_order=True).last().drop("_r")
+            if ready.height:
+                ready = carry_steps(ready, anchors) if anchors is not None else ready
+                self.metrics.add(conform("metrics", ready.with_columns(pl.lit(self.rel).alias("file")).to_arrow()))
+        if self.events_in:
+            evs = pl.concat(self.events_in, how="vertical_relaxed")
+            self.events_in = [evs.filter(~upto)] if cut is not None else []
+            # Events of one line in a fixed order (the extractors' own order of equal lines varies).
+            ready_ev = evs.filter(upto).sort("line", "code", maintain_order=True)
+            if ready_ev.height:
+                ready_ev = carry_steps(ready_ev, anchors) if anchors is not None else ready_ev
+                self.events.add(conform("events", ready_ev.with_columns(pl.lit(self.rel).alias("file")).to_arrow()))
+        if cut is not None:
+            self.done = cut
+
+
 def parse(src, sn: Sniffed) -> ParseResult:
     """Parse one text log into events and metrics."""
     stats = ReadStats()
     year = _year_of(src)
-    ev_parts: list[pl.DataFrame] = []
-    m_parts: list[pl.DataFrame] = []
     state: dict = {}  # extractor state carried across chunks (e.g. last step per rank)
+    file_rank = rank_from_path(src.rel)
+    out = _Output(src.rel, file_rank)
     for frame in iter_frames(src, stats=stats):
         profile_table.from_log(frame, state)  # prof.key_averages().table() printouts -> counters
         cand = candidates(frame, year)
         if cand.height == 0:
             continue
         m = metric_lines.extract(cand, state)
-        if m.height:
-            m_parts.append(m.select(METRIC_COLS))
         ev = signatures.extract(cand)
         bl = blocks.extract(frame, cand, year)
         nvsmi_table.from_log(frame, cand, state)  # nvidia-smi tables pasted in the log -> gpu, gpu_procs
-        for part in (ev, bl):
-            if part.height:
-                ev_parts.append(part.select(EVENT_COLS))
-    file_rank = rank_from_path(src.rel)
-    metrics = pl.concat(m_parts, how="vertical_relaxed") if m_parts else pl.DataFrame(schema=metric_lines.SCHEMA)
-    events = pl.concat(ev_parts, how="vertical_relaxed") if ev_parts else pl.DataFrame(schema=signatures.SCHEMA)
-    if file_rank is not None:
-        metrics = metrics.with_columns(pl.col("rank").fill_null(file_rank))
-        events = events.with_columns(pl.col("rank").fill_null(file_rank))
-    metrics = metric_lines.finalize(metrics)
-    anchors = metrics.filter(pl.col("step").is_not_null()).select("line", "rank", "step")
-    metrics = carry_steps(metrics, anchors)
-    events = carry_steps(events.sort("line"), anchors)
+        out.add(m, [ev, bl], int(frame.get_column("line").max()))
+    out.close()
     result = ParseResult(rank=file_rank)
-    result.tables["metrics"] = conform("metrics", metrics.with_columns(pl.lit(src.rel).alias("file")).to_arrow())
-    result.tables["events"] = conform("events", events.with_columns(pl.lit(src.rel).alias("file")).to_arrow())
+    result.tables["metrics"] = out.metrics.table()
+    result.tables["events"] = out.events.table()
     result.tables.update(nvsmi_table.log_tables(state, src.rel))
     result.tables.update(profile_table.log_tables(state, src.rel, file_rank))
     problems = stats.problems() + list(src.problems)
