@@ -295,3 +295,40 @@ def test_class_imbalance_ratio_and_mild_skew():
     d = one("class-imbalance", ctx_of({"label_count_0": [748, 1491], "label_count_1": [45, 90], "label_count_2": [7, 19]}, start=25, every=25))
     assert d.facts["ratio"] == pytest.approx(1491 / 19) and d.onset.step == 25
     assert detect("class-imbalance", ctx_of({"label_count_0": [300], "label_count_1": [200], "label_count_2": [100]})) == []
+
+
+# ------------------------------------------------------------------ through the text-log parser
+
+
+def test_fp16_overflow_from_deepspeed_messages(tmp_path):
+    """DeepSpeed's own overflow lines (formats.md §1.3), parsed from text: no loss-scale metric needed."""
+    from tests.helpers import ingest_text
+
+    lines = []
+    for i in range(1, 41):
+        lines.append(f"[2023-04-28 06:{10 + i // 60:02d}:{i % 60:02d},000] [INFO] [logging.py:96:log_dist] [Rank 0] step={i * 10}, skipped=0, lr=[0.0001], mom=[(0.9, 0.999)]")
+    scale = 65536
+    for k in range(16):
+        lines.append(f"[2023-04-28 06:20:{k:02d},648] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. "
+                     f"Attempted loss scale: {scale}, reducing to {max(scale // 2, 1)}")
+        scale = max(scale // 2, 1)
+    ctx = Context(ingest_text(tmp_path, "\n".join(lines) + "\n"))
+    d = one("fp16-overflow", ctx)
+    # The metric parser turns the messages into loss_scale rows as well; either way the onset is the first message.
+    assert d.facts["source"] in ("loss scale", "overflow messages") and d.onset.line == 41
+    assert d.facts["calibration_points"] == 0 and "16 overflows" in d.summary
+
+
+def test_nan_loss_and_explosion_from_plain_loop_text(tmp_path):
+    """A plain loop's `step N loss X lr Y grad_norm Z` lines with inf/nan values, parsed from text."""
+    from tests.helpers import ingest_text
+
+    lines = [f"step {i} loss {2.0 + 0.01 * (i % 3):.4f} lr 1.000e-03 grad_norm {1.0 + 0.05 * (i % 4):.4f}" for i in range(1, 41)]
+    lines += [f"step {40 + k} loss {10.0 ** k:.4f} lr 1.000e-03 grad_norm {20.0 ** k:.4f}" for k in range(1, 5)]
+    lines += ["step 45 loss inf lr 1.000e-03 grad_norm inf", "step 46 loss nan lr 1.000e-03 grad_norm nan",
+              "step 47 loss nan lr 1.000e-03 grad_norm nan", "Loss is nan, stopping training"]
+    ctx = Context(ingest_text(tmp_path, "\n".join(lines) + "\n"))
+    ge = one("gradient-explosion", ctx)
+    assert ge.onset.step == 41 and ge.facts["first_nonfinite_step"] == 45
+    nan = one("nan-loss", ctx)
+    assert nan.onset.step == 45 and nan.facts["signal"] == "loss" and max(nan.causes, key=nan.causes.get) == "divergence"

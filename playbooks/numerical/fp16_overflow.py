@@ -70,7 +70,7 @@ def _downs_from_scale(s: pl.DataFrame) -> pl.DataFrame:
     if ranks.len():
         s = s.filter(pl.col("rank") == ranks.min())
     v = pl.col("value")
-    return s.sort("step").with_columns((v <= 0.75 * v.shift(1)).fill_null(False).alias("down"))
+    return s.sort("step", "line").with_columns((v <= 0.75 * v.shift(1)).fill_null(False).alias("down"), v.shift(1).alias("prev"))
 
 
 def _downs_from_counter(s: pl.DataFrame) -> pl.DataFrame:
@@ -84,11 +84,12 @@ def _downs_from_counter(s: pl.DataFrame) -> pl.DataFrame:
 def _downs_from_events(ev: pl.DataFrame) -> pl.DataFrame:
     """Overflow messages as rows (each one a halving), with the new scale they print as value."""
     v = field("new_scale").cast(pl.Float64, strict=False)
-    return ev.with_columns(v.alias("value"), pl.lit(True).alias("down"),
+    prev = field("prev_scale").cast(pl.Float64, strict=False)
+    return ev.with_columns(v.alias("value"), pl.coalesce(prev, v.shift(1)).alias("prev"), pl.lit(True).alias("down"),
                            pl.coalesce(pl.col("step"), pl.int_range(pl.len()).cast(pl.Int64)).alias("step")).sort("step")
 
 
-def collapse(rows: pl.DataFrame, th: dict, scaled: bool = True) -> tuple[dict, pl.DataFrame] | None:
+def collapse(rows: pl.DataFrame, th: dict, scaled: bool = True, run_start: int | None = None) -> tuple[dict, pl.DataFrame] | None:
     """The first window of repeated overflows after the calibration prefix, or the scale at its floor.
 
     With scale values (`scaled`), repeated means the scale ends the window at least 2**min_halvings
@@ -100,7 +101,10 @@ def collapse(rows: pl.DataFrame, th: dict, scaled: bool = True) -> tuple[dict, p
     lead = rows.with_columns((pl.col("down") != pl.col("down").shift(1)).fill_null(True).cum_sum().alias("_run"))
     first_run = lead.filter(pl.col("_run") == lead.item(0, "_run") + (0 if lead.item(0, "down") else 1))
     calib = 0
-    if first_run.height and bool(first_run.item(0, "down")) and first_run.item(0, "_i") <= 1:
+    # ... and only when nothing was logged before it: overflows after normal steps are no calibration.
+    at_start = run_start is None or first_run.height == 0 or first_run.item(0, "step") is None \
+        or int(first_run.item(0, "step")) <= run_start + 1
+    if first_run.height and bool(first_run.item(0, "down")) and first_run.item(0, "_i") <= 1 and at_start:
         calib = int(first_run.item(-1, "_i")) + 1
     post = rows.filter(pl.col("_i") >= calib)
     if post.height == 0:
@@ -110,14 +114,15 @@ def collapse(rows: pl.DataFrame, th: dict, scaled: bool = True) -> tuple[dict, p
     post = post.with_columns(
         pl.col("down").cast(pl.Int32).reverse().rolling_sum(w, min_samples=1).reverse().alias("_ahead"),
         v.reverse().rolling_min(w, min_samples=1).reverse().alias("_low"),
-        v.shift(1).alias("_before"),
+        (pl.col("prev") if "prev" in post.columns else v.shift(1)).alias("_before"),
     )
     if scaled:
         net = (pl.col("_before") / pl.col("_low")) >= 2.0 ** th["min_halvings"]
     else:
         net = pl.col("_ahead") >= th["skip_share"] * w
     rep = post.filter(pl.col("down") & (pl.col("_ahead") >= th["min_overflows"]) & net.fill_null(False))
-    floor = post.filter(pl.col("value").is_not_null() & (pl.col("value") <= th["min_scale"]) & pl.col("down"))
+    floor = post.filter(pl.col("value").is_not_null() & (pl.col("value") <= th["min_scale"]) & pl.col("down")) if scaled \
+        else post.head(0)  # a counter's value is a count, not a scale
     if rep.height == 0 and floor.height == 0:
         return None
     start = rep.row(0, named=True) if rep.height else floor.row(0, named=True)
@@ -130,7 +135,12 @@ def collapse(rows: pl.DataFrame, th: dict, scaled: bool = True) -> tuple[dict, p
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Repeated overflows from the loss scale, a skipped-steps counter, or overflow messages."""
     candidates = []
-    scale = M.series(ctx, M.LOSS_SCALE, finite=True)
+    # No step dedupe here: overflow messages between two step reports carry the same step, and each
+    # one is a halving (a scale series has no tqdm redraws to fold).
+    have = M.present(ctx, M.LOSS_SCALE)
+    scale = M.ts.series(ctx.metrics, have[0], finite=True, dedupe=False) if have else M.series(ctx, M.LOSS_SCALE)
+    steps = ctx.metrics.get_column("step").drop_nulls() if ctx.has("metrics") else pl.Series([], dtype=pl.Int64)
+    run_start = int(steps.min()) if steps.len() else None
     if scale.height:
         candidates.append(("loss scale", _downs_from_scale(scale)))
     skipped = M.series(ctx, ("skipped_steps",), finite=True)
@@ -140,7 +150,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if ev.height:
         candidates.append(("overflow messages", _downs_from_events(ev)))
     found = [(what, *res) for what, rows in candidates
-             if (res := collapse(rows, th, scaled=what != "skipped steps")) is not None]
+             if (res := collapse(rows, th, scaled=what != "skipped steps", run_start=run_start)) is not None]
     floor_ev = events(ctx, ("loss_scale_min_reached",))
     if not found and floor_ev.height == 0:
         return None
@@ -149,7 +159,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         return Detection(summary=f"the loss scale reached its minimum: {first['message']}", onset=M.onset_at(first),
                          evidence=evidence_rows(floor_ev), evidence_count=floor_ev.height,
                          causes={"range_exceeded": 0.6, "lr_too_high": 0.6}, confidence=0.9)
-    found.sort(key=lambda x: (x[1]["start"]["step"] if x[1]["start"]["step"] is not None else 1 << 62))
+    # Earliest first; at the same step the source that saw more overflows (messages count every one).
+    found.sort(key=lambda x: (x[1]["start"]["step"] if x[1]["start"]["step"] is not None else 1 << 62, -x[1]["downs"]))
     what, info, window = found[0]
     st = info["start"]
     floor = info["floor"]
