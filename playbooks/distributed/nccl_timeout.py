@@ -13,7 +13,8 @@ from playbooks.model import ANY_PLAYBOOK, Cause, Detection, Severity
 TIMEOUT_CODES = ("nccl_watchdog_timeout", "nccl_work_status", "nccl_heartbeat_timeout", "store_timeout",
                  "store_socket_timeout", "gloo_error")
 ERROR_CODES = ("nccl_error", "nccl_error_detail", "nccl_comm_aborted", "nccl_socket_connect_failed",
-               "nccl_ib_completion_error", "nccl_warn", "dist_network_error", "nccl_ops_failed")
+               "nccl_ib_completion_error", "nccl_warn", "dist_network_error", "nccl_ops_failed",
+               "nccl_unique_id_store_error")
 NETWORK_TEXT = r"(?i)socket|connect|NET/IB|ibv_|network|Connection reset|remote process exited|ib_|RoCE"
 # Failures of the fabric itself: IB work completions in error, refused or aborted connections, a peer
 # closing the socket. A peer that died first causes them too; the engine then confirms peer_died_first.
@@ -65,7 +66,9 @@ finding points to that rank when its own error is in the logs (the engine makes 
 with their `Last error` detail; `NCCL WARN` lines. Fabric errors (IB completions in error such as
 `status=12` retry-exceeded, refused or aborted socket connects, `Connection closed by remote peer`)
 rank the network cause first, unless another finding shows a peer died first (then its failure is
-the root and this finding its consequence).
+the root and this finding its consequence). A rank that cannot fetch the NCCL id from rank 0 through
+the store (`is setting up NCCL communicator and retrieving ncclUniqueId from [0] … got error: …`)
+is reported too; rank 0 usually died or stalled before it published the id.
 
 A rank that logs progress but neither a timeout nor an error while the others time out never reached
 the collective: it is named, and the straggler cause ranks first.
@@ -109,7 +112,10 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     text = pl.concat([ev.get_column("message"), ev.get_column("text")]).str.join("\n")[0] if ev.height else ""
     if pl.Series([text]).str.contains(NETWORK_TEXT)[0]:
         causes["network"] = 0.6
-    if errors.filter(pl.col("code").is_in(list(FABRIC_CODES)) | pl.col("message").str.contains(FABRIC_TEXT)).height:
+    # The store errors of a rank waiting for rank 0's NCCL id say rank 0 went away or never got there
+    # (a crash or hang before it created the communicator) more often than that the fabric failed.
+    fabric = errors.filter(pl.col("code") != "nccl_unique_id_store_error")
+    if fabric.filter(pl.col("code").is_in(list(FABRIC_CODES)) | pl.col("message").str.contains(FABRIC_TEXT)).height:
         # The fabric reported the failure itself: unless another finding shows a peer died first,
         # the network is the likelier cause.
         causes["network"] = 1.0
