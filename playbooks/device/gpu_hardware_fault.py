@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import polars as pl
+
 from forensics.context import Context
 from playbooks.base import Playbook, declare
 from playbooks.evidence import detection, events, first_message
@@ -11,6 +13,8 @@ from playbooks.model import Cause, Detection, Severity
 CODES = ("xid", "sxid", "ecc_error", "gpu_fallen_off_bus", "gpu_init_failed")
 # Xid codes that mean the hardware (memory, bus, GPU) failed, not the program. 13/31/43 are usually application faults.
 HW_XIDS = {"48", "63", "64", "74", "79", "92", "94", "95", "119", "120", "123", "140"}
+# NVLink errors: 74 (older GPUs) and 144-150 (NVLink5 / NVL72 families).
+NVLINK_XIDS = {"74", "144", "145", "146", "147", "148", "149", "150"}
 
 PLAYBOOK = declare(
     Playbook(
@@ -50,7 +54,7 @@ rank (timeouts, asserts, context errors) is a consequence.
 
 ## Known false positives
 Xid 13, 31 and 43 are usually raised by application faults (illegal address, exception); they are
-reported with lower confidence.
+reported with lower confidence. An Xid 45 (channel cleanup) `caused by previous Xid N` is judged by N.
 """,
     )
 )
@@ -62,7 +66,8 @@ def detect_events(ctx: Context, th: dict) -> Detection | None:
     ev = events(ctx, CODES)
     if ev.height == 0:
         return None
-    xids = ev.with_columns(field("xid").alias("xid")).get_column("xid").drop_nulls().unique().to_list()
+    # An Xid caused by an earlier one (`45 … caused by previous Xid 149`) counts as that earlier one too.
+    xids = pl.concat([ev.with_columns(field(k).alias("x")).get_column("x") for k in ("xid", "previous_xid")]).drop_nulls().unique().to_list()
     text = " ".join(ev.get_column("message").to_list()[:50]).lower()
     causes: dict[str, float] = {}
     if {x for x in xids} & HW_XIDS or "ecc" in text or "remap" in text:
@@ -73,7 +78,7 @@ def detect_events(ctx: Context, th: dict) -> Detection | None:
         # The driver cannot bring the GPU up: most often a link, power or firmware problem.
         causes["bus_or_power"] = 0.7
         causes["failing_gpu"] = max(causes.get("failing_gpu", 0.0), 0.4)
-    if "74" in xids or "nvlink" in text:
+    if {x for x in xids} & NVLINK_XIDS or "nvlink" in text:
         causes["nvlink"] = 0.8
     app_only = bool(xids) and not causes and set(xids) <= {"13", "31", "43"}
     if not causes:
