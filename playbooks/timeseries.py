@@ -300,28 +300,32 @@ def first_nonfinite(s: pl.DataFrame) -> Onset | None:
 # --------------------------------------------------------------------------------------------
 
 
-def _trailing_stats(x: np.ndarray, window: int, min_points: int, upper_q: float | None,
-                    chunk: int = 20000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Exact median, MAD and upper quantile of signed deviations over the `window` values before each
-    point (numpy sliding windows, in chunks to bound memory); NaN where fewer than `min_points`."""
+def _window_stats(win: np.ndarray, nan: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Median and MAD of each row of a window matrix."""
+    med_f = np.nanmedian if nan else np.median
+    m = med_f(win, axis=1)
+    return m, med_f(np.abs(win - m[:, None]), axis=1)
+
+
+def _trailing_stats(x: np.ndarray, window: int, min_points: int, chunk: int = 50000) -> tuple[np.ndarray, np.ndarray]:
+    """Exact median and MAD over the `window` values before each point (numpy sliding windows, in
+    chunks to bound memory); NaN where fewer than `min_points`. Only the first `window` points have
+    partial windows (NaN-aware, slower); the rest are full."""
     n = len(x)
-    med, mad, hi = (np.full(n, np.nan) for _ in range(3))
-    if n == 0:
-        return med, mad, hi
-    pad = np.concatenate([np.full(window, np.nan), x])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN leading windows
-        for a in range(0, n, chunk):
+    med, mad = np.full(n, np.nan), np.full(n, np.nan)
+    head = min(n, window)
+    if head > min_points:
+        pad = np.concatenate([np.full(window, np.nan), x[:head]])
+        win = sliding_window_view(pad, window)[min_points:head]  # point i sees x[max(0, i-window):i]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            med[min_points:head], mad[min_points:head] = _window_stats(win, nan=True)
+    if n > window:
+        full = sliding_window_view(x, window)  # full[j] = x[j:j+window], the window before point j+window
+        for a in range(window, n, chunk):
             b = min(n, a + chunk)
-            win = sliding_window_view(pad[a:b + window - 1], window)  # win[i] = the window values before point a+i
-            ok = np.sum(~np.isnan(win), axis=1) >= min_points
-            m = np.nanmedian(win, axis=1)
-            dev = win - m[:, None]
-            med[a:b] = np.where(ok, m, np.nan)
-            mad[a:b] = np.where(ok, np.nanmedian(np.abs(dev), axis=1), np.nan)
-            if upper_q is not None:
-                hi[a:b] = np.where(ok, np.nanquantile(dev, upper_q, axis=1), np.nan)
-    return med, mad, hi
+            med[a:b], mad[a:b] = _window_stats(full[a - window:b - window], nan=False)
+    return med, mad
 
 
 def robust_z(s: pl.DataFrame, window: int = 50, min_points: int = 10,
@@ -333,25 +337,32 @@ def robust_z(s: pl.DataFrame, window: int = 50, min_points: int = 10,
     median absolute deviation of that same window, scaled by 1.4826 to match a standard
     deviation under normality, and floored at `rel_floor * |median|` so that a perfectly
     flat series does not turn noise into infinite z-scores. With `upper_q`, the scale is
-    at least the window's `upper_q` quantile of deviations from its median, in sigma units
-    (q / z(q)): mini-batch losses are right-skewed, and their ordinary upper tail is not a
-    spike. Windows with fewer than `min_points` values give no z. Non-finite rows are dropped.
+    at least the window's `upper_q` quantile of each point's deviation from its local level
+    (the median of the 5 points before it), in sigma units (q / z(q)): mini-batch losses are
+    right-skewed, and their ordinary upper tail is not a spike. Windows with fewer than `min_points` values give no z. Non-finite rows are dropped.
     """
     f = _ensure_cols(s).filter(pl.col("value").is_finite()).sort("rank", "step", nulls_last=True)
-    cols: dict[str, list[np.ndarray]] = {"median": [], "mad": [], "_hi": []}
+    meds: list[np.ndarray] = []
+    mads: list[np.ndarray] = []
     parts = f.partition_by("rank", maintain_order=True) if f.height else []
     for part in parts:
-        m, d, h = _trailing_stats(part.get_column("value").to_numpy(), window, min_points, upper_q)
-        cols["median"].append(m)
-        cols["mad"].append(d)
-        cols["_hi"].append(h)
+        m, d = _trailing_stats(part.get_column("value").to_numpy(), window, min_points)
+        meds.append(m)
+        mads.append(d)
     f = pl.concat(parts) if parts else f
-    f = f.with_columns(*(pl.Series(k, np.concatenate(v) if v else np.array([]), pl.Float64).fill_nan(None) for k, v in cols.items()))
+    f = f.with_columns(pl.Series("median", np.concatenate(meds) if meds else np.array([]), pl.Float64).fill_nan(None),
+                       pl.Series("mad", np.concatenate(mads) if mads else np.array([]), pl.Float64).fill_nan(None))
     scale_parts = [1.4826 * pl.col("mad"), rel_floor * pl.col("median").abs(), pl.lit(abs_floor)]
     if upper_q is not None:
+        # The upper tail of the noise around the *local* level (median of the 5 points before each
+        # point), so a trend inside the window (a falling loss) does not pass for noise.
+        local = pl.col("value") - pl.col("value").rolling_median(5, min_samples=1).shift(1).over("rank")
+        hi = local.rolling_quantile(upper_q, "linear", window, min_samples=min_points).shift(1).over("rank")
+        f = f.with_columns(hi.alias("_hi"))
         scale_parts.append(pl.col("_hi") / NormalDist().inv_cdf(upper_q))
     scale = pl.when(pl.col("mad").is_not_null()).then(pl.max_horizontal(*scale_parts))
-    return f.with_columns(((pl.col("value") - pl.col("median")) / scale).alias("z"), scale.alias("scale")).drop("_hi")
+    out = f.with_columns(((pl.col("value") - pl.col("median")) / scale).alias("z"), scale.alias("scale"))
+    return out.drop("_hi") if "_hi" in out.columns else out
 
 
 def spikes(s: pl.DataFrame, k: float = 5.0, window: int = 50, min_points: int = 10,
