@@ -74,11 +74,38 @@ def map_dict(col: pa.ChunkedArray, fn: Callable[[list], list], typ: pa.DataType)
     return pa.chunked_array(out, type=typ)
 
 
+def _indices(chunk: pa.DictionaryArray) -> np.ndarray:
+    """Dictionary indices as numpy, nulls as -1."""
+    return pc.fill_null(chunk.indices, -1).to_numpy(zero_copy_only=False)
+
+
 def kinds(cat: pa.ChunkedArray, ph: pa.ChunkedArray) -> pa.ChunkedArray:
-    """Normalised category; events without `cat` get one from their phase."""
-    k = map_dict(cat, lambda vs: [None if v is None else KIND_OF_CAT.get(v.lower(), v.lower()) for v in vs], pa.string())
-    by_ph = map_dict(ph, lambda vs: ["instant" if v in INSTANT_PH else ("object" if v in ("N", "O", "D") else None) for v in vs], pa.string())
-    return pc.coalesce(k, by_ph).dictionary_encode().cast(DICT_STR)
+    """Normalised category as a dictionary column; events without `cat` get one from their phase.
+
+    Computed on the dictionaries (a few values) and spread by index with numpy: no string per row."""
+    cat_chunks, cat_vals = as_dict_chunks(cat)
+    ph_chunks, ph_vals = as_dict_chunks(ph)
+    if not cat_chunks:
+        return pa.chunked_array([], type=DICT_STR)
+    names: list[str] = []
+    slot: dict[str, int] = {}
+
+    def code(v: str | None) -> int:
+        if v is None:
+            return -1
+        return slot.setdefault(v, len(slot))
+
+    by_cat = np.array([code(None if v is None else KIND_OF_CAT.get(v.lower(), v.lower())) for v in cat_vals] + [-1], dtype=np.int32)
+    by_ph = np.array([code("instant" if v in INSTANT_PH else ("object" if v in ("N", "O", "D") else None)) for v in ph_vals] + [-1],
+                     dtype=np.int32)
+    names = list(slot)
+    dictionary = pa.array(names, pa.string())
+    out = []
+    for c, p in zip(cat_chunks, ph_chunks, strict=True):
+        idx = by_cat[_indices(c)]
+        idx = np.where(idx >= 0, idx, by_ph[_indices(p)])
+        out.append(pa.DictionaryArray.from_arrays(pa.array(idx, mask=idx < 0, type=pa.int32()), dictionary))
+    return pa.chunked_array(out, type=DICT_STR)
 
 
 def step_numbers(name: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -95,7 +122,9 @@ def step_numbers(name: pa.ChunkedArray) -> pa.ChunkedArray:
 def in_values(col: pa.ChunkedArray, wanted: Iterable[str]) -> pa.ChunkedArray:
     """Boolean mask: the row's (dictionary) value is one of `wanted` (null -> False)."""
     ws = set(wanted)
-    return map_dict(col, lambda vs: [v in ws for v in vs], pa.bool_()).fill_null(False)
+    chunks, values = as_dict_chunks(col)
+    lookup = np.array([v in ws for v in values] + [False], dtype=bool)
+    return pa.chunked_array([pa.array(lookup[_indices(c)]) for c in chunks], type=pa.bool_())
 
 
 def const_dict(value: str, n: int) -> pa.Array:
@@ -149,10 +178,19 @@ def thread_names(meta_rows: list[pa.Table]) -> pl.DataFrame:
 
 
 def thread_column(pid: pa.ChunkedArray, tid: pa.ChunkedArray, tid_text: pa.ChunkedArray, threads: pl.DataFrame) -> pa.Array:
-    """Thread name from metadata events, else the writer's string tid ('stream 7', 'PyTorch Profiler')."""
+    """Thread name from metadata events, else the writer's string tid ('stream 7', 'PyTorch Profiler').
+
+    Names are looked up once per distinct (pid, tid, text) lane and spread back by index."""
     df = pl.DataFrame({"pid": pl.from_arrow(pid), "tid": pl.from_arrow(tid), "txt": pl.from_arrow(tid_text)})
-    df = df.join(threads, on=["pid", "tid"], how="left", maintain_order="left")
-    return df.select(pl.coalesce("thread", "txt").alias("t")).to_arrow()["t"].combine_chunks().dictionary_encode().cast(DICT_STR)
+    lanes = df.unique(maintain_order=True).with_row_index("_lane")
+    named = lanes.join(threads, on=["pid", "tid"], how="left", maintain_order="left").sort("_lane")
+    lane_names = named.select(pl.coalesce("thread", "txt")).to_series().to_list()
+    uniq = sorted({v for v in lane_names if v is not None})
+    slot = {v: i for i, v in enumerate(uniq)}
+    lane_code = np.array([slot.get(v, -1) if v is not None else -1 for v in lane_names], dtype=np.int32)
+    row_lane = df.join(lanes, on=["pid", "tid", "txt"], how="left", maintain_order="left", nulls_equal=True)["_lane"].to_numpy()
+    code = lane_code[row_lane.astype(np.int64)]
+    return pa.DictionaryArray.from_arrays(pa.array(code, mask=code < 0, type=pa.int32()), pa.array(uniq, pa.string()))
 
 
 # ----------------------------------------------------------------------------- args
