@@ -72,11 +72,12 @@ foreign process. `gpu_procs` (nvidia-smi) can show foreign PIDs too, and a `memo
 shows growth before the failure.
 
 ## Known false positives
-An OOM a trainer catches and skips (fairseq's `| WARNING: ran out of memory …, skipping batch`,
-`attempting to recover from OOM`) is reported at medium severity and lower confidence when every OOM
-is followed by such a line and no error follows in that file: the run went on. A caught OOM that
-prints nothing afterwards (e.g. an automatic batch-size finder) cannot be told from a crash by its
-text. Advice text (`If reserved but unallocated memory is large …`) is never evidence on its own.
+An OOM the program catches and survives is noted at `info` severity only: every OOM is followed by a
+trainer's skip line (fairseq's `| WARNING: ran out of memory …, skipping batch`, `attempting to
+recover from OOM`) or by progress lines of the same rank at later steps (a batch-size finder or a
+trainer that halves the batch and goes on), and no error follows in that file. A caught OOM followed
+by nothing cannot be told from a crash by its text. Advice text (`If reserved but unallocated memory
+is large …`) is never evidence on its own.
 
 ## References
 PyTorch `c10/cuda/CUDACachingAllocator.cpp`; reference/formats.md §2.1.
@@ -138,8 +139,8 @@ def detect_oom_events(ctx: Context, th: dict) -> Detection | None:
         facts={k: first[k] for k in ("req", "cap", "free", "alloc", "frag") if first[k] is not None}
         | {"foreign_mib": foreign, "recovered": recovered},
         ranks=ranks,
-        # A caught OOM costs a skipped batch, not the run.
-        severity=Severity.MEDIUM if recovered else None,
+        # A caught OOM costs a skipped batch or a smaller batch, not the run: noted, not raised.
+        severity=Severity.INFO if recovered else None,
         confidence=0.7 if recovered else 0.95,
     )
 
@@ -189,16 +190,24 @@ def _foreign_mib(others: str | None, *, own_listed: bool, pytorch_reserved: floa
 
 
 def _recovered(ctx: Context, ev: pl.DataFrame) -> bool:
-    """Whether every OOM was caught by the program (a trainer's 'skipping batch' right after it) and
-    no error followed in that file: the run went on."""
+    """Whether the program caught every OOM and went on: a trainer's 'skipping batch' right after it, or
+    progress lines of the same rank at later steps; and no error followed in that file."""
+    ooms = ev.select("file", "line", "step", "rank").unique(["file", "line"])
+    caught = ooms.select("file", "line").clear()
     marks = ctx.events_of("oom_recovered")
-    if marks.height == 0:
-        return False
-    ooms = ev.select("file", "line")
-    near = ooms.join(marks.select("file", pl.col("line").alias("m")), on="file").filter(
-        (pl.col("m") >= pl.col("line")) & (pl.col("m") <= pl.col("line") + RECOVERY_LINES))
-    if near.select("file", "line").unique().height < ooms.unique().height:
+    if marks.height:
+        caught = ooms.join(marks.select("file", pl.col("line").alias("m")), on="file").filter(
+            (pl.col("m") >= pl.col("line")) & (pl.col("m") <= pl.col("line") + RECOVERY_LINES)).select("file", "line")
+    m = ctx.metrics.filter(pl.col("step").is_not_null())
+    if m.height:
+        later = ooms.join(m.select("file", pl.col("line").alias("m_line"), pl.col("step").alias("m_step"), pl.col("rank").alias("m_rank")),
+                          on="file").filter(
+            (pl.col("m_line") > pl.col("line"))
+            & (pl.col("m_step") > pl.col("step").fill_null(-1))
+            & ((pl.col("rank") == pl.col("m_rank")) | (pl.col("rank").is_null() & pl.col("m_rank").is_null())))
+        caught = pl.concat([caught, later.select("file", "line")])
+    if caught.unique().height < ooms.height:
         return False
     last = ooms.group_by("file").agg(pl.col("line").max().alias("last"))
-    later = ctx.events.filter((pl.col("severity") == "error") & ~pl.col("code").is_in(list(OOM_CODES))).join(last, on="file")
-    return later.filter(pl.col("line") > pl.col("last")).height == 0
+    later_errors = ctx.events.filter((pl.col("severity") == "error") & ~pl.col("code").is_in(list(OOM_CODES))).join(last, on="file")
+    return later_errors.filter(pl.col("line") > pl.col("last")).height == 0
