@@ -61,12 +61,20 @@ def where(row: dict) -> str:
 
 
 def detection(ev: pl.DataFrame, summary: str, causes: dict[str, float], *, confidence: float = 0.9,
-              severity: Severity | None = None, facts: dict | None = None) -> Detection:
-    """A Detection whose onset and evidence are the (onset-sorted) events `ev`."""
+              severity: Severity | None = None, facts: dict | None = None, lead: pl.DataFrame | None = None) -> Detection:
+    """A Detection whose onset and evidence are the (onset-sorted) events `ev`.
+
+    `lead`: rows of `ev` to quote first because they prove most (a limit hit before the many
+    recompiles that led to it); the onset stays the earliest row of `ev`.
+    """
+    quoted = ev
+    if lead is not None and lead.height:
+        rest = ev.join(lead.select("file", "line"), on=["file", "line"], how="anti")
+        quoted = pl.concat([lead.select(ev.columns), rest], how="vertical_relaxed")
     return Detection(
         summary=summary,
         onset=onset_of(ev),
-        evidence=evidence_rows(ev),
+        evidence=evidence_rows(quoted),
         evidence_count=ev.height,
         causes=causes,
         confidence=confidence,

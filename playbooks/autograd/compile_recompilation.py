@@ -93,7 +93,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     return detection(ev, f"torch.compile {what}: {first_message(lim if lim.height else ev)}", causes,
                      confidence=0.9 if lim.height or recompiles else 0.6,
                      severity=Severity.LOW if not lim.height and not recompiles else None,
-                     facts={"recompiles": recompiles, "cache_limit_hits": lim.height, "graph_breaks": brk.height})
+                     facts={"recompiles": recompiles, "cache_limit_hits": lim.height, "graph_breaks": brk.height}, lead=lim)
 
 
 def _listed_cache_entries(rec: pl.DataFrame, reasons: pl.DataFrame) -> int:
