@@ -518,13 +518,13 @@ def grep_patterns() -> tuple[list[str], list[str]]:
     return pats, skipped
 
 
-def run_grep(plain: Path, patterns: list[str]) -> tuple[float, int]:
+def run_grep(plain: Path, patterns: list[str], locale: str = "C.UTF-8") -> tuple[float, int]:
     """Seconds and matching-line count of one `grep -E -c -f` over every decompressed file."""
     with tempfile.NamedTemporaryFile("w", suffix=".ere", delete=False) as fh:
         fh.write("\n".join(patterns) + "\n")
         pfile = fh.name
     files = sorted(str(p) for p in plain.iterdir())
-    env = dict(os.environ, LC_ALL="C.UTF-8")
+    env = dict(os.environ, LC_ALL=locale)
     t0 = time.perf_counter()
     proc = subprocess.run(["grep", "-E", "-c", "-f", pfile, *files], capture_output=True, text=True, env=env)
     secs = time.perf_counter() - t0
@@ -538,19 +538,28 @@ def run_grep(plain: Path, patterns: list[str]) -> tuple[float, int]:
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 
 
-def python_loop(run: Path, sig_rx: list[str], met_rx: list[str]) -> tuple[float, int, int]:
-    """Seconds, signature-matching lines and metric-matching segments of a per-line `re` loop."""
+def python_loop(run: Path, sig_rx: list[str], met_rx: list[str], sample_bytes: int | None = None) -> tuple[float, int, int, int]:
+    """Seconds, signature-matching lines, metric-matching segments and bytes read of a per-line `re` loop.
+
+    With `sample_bytes`, each file is read only up to that many (decompressed) bytes.
+    """
     sigs = []
     for rx in sig_rx:
         with contextlib.suppress(re.error):
             sigs.append(re.compile(rx))
     mets = [re.compile(rx) for rx in met_rx]
-    sig_lines = met_hits = 0
+    sig_lines = met_hits = nbytes = 0
     t0 = time.perf_counter()
     for path in sorted(p for p in run.rglob("*") if p.is_file()):
         opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8", errors="replace", newline="\n") as fh:
-            for line in fh:
+        with opener(path, "rb") as fh:
+            fbytes = 0
+            for raw in fh:
+                fbytes += len(raw)
+                if sample_bytes is not None and fbytes > sample_bytes:
+                    break
+                nbytes += len(raw)
+                line = raw.decode("utf-8", "replace")
                 if "\x1b" in line:
                     line = ANSI.sub("", line)
                 hit = False
@@ -562,7 +571,7 @@ def python_loop(run: Path, sig_rx: list[str], met_rx: list[str]) -> tuple[float,
                         if rx.search(seg):
                             met_hits += 1
                 sig_lines += hit
-    return time.perf_counter() - t0, sig_lines, met_hits
+    return time.perf_counter() - t0, sig_lines, met_hits, nbytes
 
 
 CHILD = r"""
@@ -640,18 +649,20 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size-mb", type=int, action="append", help="decompressed size of the run folder (repeatable; default 1000)")
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "forensics-bench")
-    ap.add_argument("--no-loop", action="store_true", help="skip the Python loop baseline (slow) for all but the largest size")
+    ap.add_argument("--loop-sample-mb", type=float, default=None,
+                    help="run the Python loop on the first N MiB of each file and scale its time by bytes (it is slow)")
     ap.add_argument("--repeat", type=int, default=1, help="time grep and ingest this many times, keep the best")
+    ap.add_argument("--workers", default=None, help="FORENSICS_WORKERS for the ingest (default: automatic)")
     args = ap.parse_args()
     sizes = sorted(args.size_mb or [1000])
     args.workdir.mkdir(parents=True, exist_ok=True)
     patterns, skipped = grep_patterns()
     sig_rx = [rx for _, rx in signature_regexes()]
     met_rx = metric_regexes()
-    print(f"signature table: {len(sig_rx)} regexes; grep -E with {len(patterns)} converted to POSIX ERE"
+    print(f"signature table: {len(sig_rx)} regexes; grep -E with {len(patterns)} of them converted to POSIX ERE"
           + (f"; not convertible, left out of grep: {', '.join(skipped)}" if skipped else ""))
     print(f"python loop: {len(sig_rx)} signature + {len(met_rx)} metric regexes per line segment")
-    print(f"cores: {os.cpu_count()}  polars threads: {os.environ.get('POLARS_MAX_THREADS', 'default')}  load average: {os.getloadavg()[0]:.1f}")
+    print(f"cores: {os.cpu_count()}  load average: {os.getloadavg()[0]:.1f}")
     for size in sizes:
         base = generate(size, args.workdir)
         params = json.loads((base / "params.json").read_text())
@@ -666,28 +677,32 @@ def main() -> int:
                 with open(p, "rb") as fh:
                     while fh.read(16 * MB):
                         pass
-        g_s, g_n = min(run_grep(plain, patterns) for _ in range(args.repeat))
-        print(f"grep -E: {g_s:7.2f} s  ({nbytes / MB / g_s:6.0f} MiB/s)  {g_n} matching lines")
-        ing = min((run_ingest(run) for _ in range(args.repeat)), key=lambda r: r["ingest_s"])
+        greps = {}
+        for loc in ("C", "C.UTF-8"):
+            g_s, g_n = min(run_grep(plain, patterns, loc) for _ in range(args.repeat))
+            greps[loc] = g_s
+            print(f"grep -E (LC_ALL={loc:7s}): {g_s:7.2f} s  ({nbytes / MB / g_s:6.0f} MiB/s)  {g_n} matching lines")
+        ing = min((run_ingest(run, args.workers) for _ in range(args.repeat)), key=lambda r: r["ingest_s"])
         i_s = ing["ingest_s"]
         rss = max(ing["rss_tree_kib"], ing["rss_self_kib"], ing["rss_children_kib"]) / 1024
-        print(f"ingest : {i_s:7.2f} s  ({nbytes / MB / i_s:6.0f} MiB/s)  metrics {ing['metrics']}, events {ing['events']}; "
-              f"imports {ing['import_s']:.1f} s; peak RSS {ing['rss_tree_kib'] / 1024:.0f} MiB (parent + workers, sampled), "
+        print(f"ingest             : {i_s:7.2f} s  ({nbytes / MB / i_s:6.0f} MiB/s)  metrics {ing['metrics']}, events {ing['events']}; "
+              f"imports {ing['import_s']:.1f} s")
+        print(f"  peak RSS {ing['rss_tree_kib'] / 1024:.0f} MiB (parent + workers, sampled every 50 ms); "
               f"max RSS {ing['rss_self_kib'] / 1024:.0f} MiB (parent), {ing['rss_children_kib'] / 1024:.0f} MiB (largest worker)")
         print(f"  events by code: {dict(sorted(ing['codes'].items()))}")
         bad = [s for s in ing["statuses"] if s[0] != "parsed"]
         if bad:
             print(f"  files not parsed cleanly: {bad}")
-        if not args.no_loop or size == sizes[-1]:
-            l_s, l_sig, l_met = python_loop(run, sig_rx, met_rx)
-            print(f"python : {l_s:7.2f} s  ({nbytes / MB / l_s:6.0f} MiB/s)  {l_sig} signature lines, {l_met} metric matches")
-            if l_sig != g_n:
-                print(f"  note: grep counted {g_n} lines, the loop {l_sig} (grep sees ANSI codes and whole \\r-joined lines)")
-            loop_ratio = f"{l_s / i_s:.2f}x"
-        else:
-            loop_ratio = "n/a"
-        print(f"RESULT {size} MB: ingest/grep = {i_s / g_s:.2f}x (target <= 3), python loop/ingest = {loop_ratio} (target >= 3), "
-              f"peak RSS = {rss:.0f} MiB (target < 1024)")
+        sample = int(args.loop_sample_mb * MB) if args.loop_sample_mb else None
+        l_s, l_sig, l_met, l_bytes = python_loop(run, sig_rx, met_rx, sample)
+        scale = nbytes / l_bytes if l_bytes else 1.0
+        how = f"measured on {l_bytes / MB:.0f} MiB, scaled x{scale:.1f}" if sample else "whole folder"
+        print(f"python loop        : {l_s * scale:7.2f} s  ({l_bytes / MB / l_s:6.1f} MiB/s, {how})  {l_sig} signature lines, {l_met} metric matches")
+        if not sample and l_sig != g_n:
+            print(f"  note: grep counted {g_n} lines, the loop {l_sig} (grep sees ANSI codes and whole \\r-joined lines)")
+        print(f"RESULT {size} MB: ingest/grep = {i_s / greps['C']:.2f}x vs grep in the C locale, {i_s / greps['C.UTF-8']:.2f}x vs grep in "
+              f"C.UTF-8 (target <= 3); python loop/ingest = {l_s * scale / i_s:.2f}x (target >= 3); peak RSS = {rss:.0f} MiB (target < 1024)")
+        print(f"load average now: {os.getloadavg()[0]:.1f}")
     return 0
 
 

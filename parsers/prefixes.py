@@ -113,6 +113,55 @@ def _peel_rank(msg: pl.Series, ranks: list[pl.Series]) -> tuple[pl.Series, bool]
     return msg.str.replace(RANK_PREFIX, ""), True
 
 
+# The characters a line can start with for each time-stamped prefix to match (a prefix whose
+# first character is absent from a frame is not tried). A prefix not listed is always tried.
+_FIRST_CHARS = {
+    "bracket_iso": "[",
+    "glog": "VIWEFC",
+    "c10_new": "[",
+    "titan": "[",
+    "fairseq": "0123456789",
+    "hf_example": "0123456789",
+    "mmengine": "0123456789",
+    "iso": "0123456789",
+}
+
+
+def _stamps(msg: pl.Series, year: int) -> pl.Series:
+    """Each line's time stamp from the first log-record prefix (in LOG_PREFIXES order) that matches it.
+
+    A prefix is tried only on the lines no earlier prefix claimed, and stamps are converted and
+    parsed only for the lines that have one.
+    """
+    n = msg.len()
+    firsts = set(msg.str.slice(0, 1).unique().drop_nulls().to_list())
+    rest_idx: pl.Series | None = None  # rows not yet claimed (None: all rows)
+    rest = msg
+    idx_parts: list[pl.Series] = []
+    iso_parts: list[pl.Series] = []
+    for name, pattern, kind in LOG_PREFIXES:
+        if not kind or rest.len() == 0:
+            continue
+        chars = _FIRST_CHARS.get(name)
+        if chars is not None and not firsts.intersection(chars):
+            continue
+        hit = rest.str.contains(pattern)
+        if not hit.any():
+            continue
+        pos = hit.arg_true()
+        raw = rest.gather(pos).str.extract(_TS_NARROW.get(name) or pattern, 1)
+        iso_parts.append(pl.select(_ts_expr(pl.lit(raw), kind, year)).to_series())
+        idx_parts.append(pos if rest_idx is None else rest_idx.gather(pos))
+        keep = ~hit
+        rest_idx = keep.arg_true() if rest_idx is None else rest_idx.filter(keep)
+        rest = rest.filter(keep)
+    ts = pl.Series("ts", [None] * n, dtype=pl.Datetime("us", "UTC"))
+    if idx_parts:
+        idx = pl.concat(idx_parts)
+        ts = ts.scatter(idx, _parse_iso_series(pl.concat(iso_parts).alias("iso")))
+    return ts
+
+
 def split_prefixes(df: pl.DataFrame, year: int) -> pl.DataFrame:
     """Add `rank`, `ts` and `msg` (the text without its prefixes) to a frame with `text`.
 
@@ -125,20 +174,7 @@ def split_prefixes(df: pl.DataFrame, year: int) -> pl.DataFrame:
     msg, more = _peel_rank(msg, ranks)
     if more:
         msg, _ = _peel_rank(msg, ranks)
-    # The first log-record prefix (in LOG_PREFIXES order) that matches gives the time stamp.
-    iso_parts = []
-    for name, pattern, kind in LOG_PREFIXES:
-        if not kind:
-            continue
-        hit = msg.str.contains(pattern)
-        if not hit.any():
-            continue
-        narrow = _TS_NARROW.get(name)
-        raw = msg.str.extract(narrow or pattern, 1)
-        if narrow:
-            raw = pl.select(pl.when(hit).then(raw)).to_series()
-        iso_parts.append(_ts_expr(pl.lit(raw), kind, year))
-    iso = pl.select(pl.coalesce(iso_parts).alias("iso")).to_series() if iso_parts else pl.Series("iso", [None] * msg.len(), pl.String)
+    ts = _stamps(msg, year)
     msg = msg.str.replace(ANY_LOG_PREFIX, "")
     # After the record prefix: another rank prefix, or ProcessGroupNCCL's rank marker.
     pg = msg.str.extract(_PG_RANK, 1).cast(pl.Int32, strict=False) if msg.str.contains("[PG ", literal=True).any() else None
@@ -149,7 +185,7 @@ def split_prefixes(df: pl.DataFrame, year: int) -> pl.DataFrame:
         rank = pl.select(pl.coalesce(ranks)).to_series() if len(ranks) > 1 else ranks[0]
     else:
         rank = pl.Series([None] * msg.len(), dtype=pl.Int32)
-    return df.with_columns(msg.alias("msg"), rank.alias("rank"), _parse_iso_series(iso).alias("ts"))
+    return df.with_columns(msg.alias("msg"), rank.alias("rank"), ts.alias("ts"))
 
 
 # File names that carry a rank: rank3.log, node1-rank12.out, worker_3.err, torchrun --log-dir `attempt_0/3/stderr.log`.

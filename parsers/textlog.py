@@ -10,7 +10,9 @@ from __future__ import annotations
 import datetime as dt
 import os
 
+import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from forensics import spool
 from forensics import tables as T
@@ -45,16 +47,25 @@ def carry_steps(rows: pl.DataFrame, anchors: pl.DataFrame) -> pl.DataFrame:
     """Fill a null `step` from the nearest preceding step line of the same rank, else of any rank."""
     if rows.height == 0 or anchors.height == 0:
         return rows
+    step = rows.get_column("step")
+    need = step.is_null()
+    if not need.any():
+        return rows
     anchors = (
         anchors.select(pl.col("line"), pl.col("rank").fill_null(-1).alias("_r"), pl.col("step").alias("_s"))
         .unique(subset=["line", "_r"], keep="last")
         .sort("line")
     )
-    rows = rows.with_row_index("_i").with_columns(pl.col("rank").fill_null(-1).alias("_r")).sort("line")
-    same = rows.join_asof(anchors, on="line", by="_r", strategy="backward", check_sortedness=False)
-    anyr = rows.select("_i", "line").join_asof(anchors.drop("_r").rename({"_s": "_a"}), on="line", strategy="backward")
-    out = same.join(anyr.select("_i", "_a"), on="_i").with_columns(pl.coalesce("step", "_s", "_a").alias("step"))
-    return out.sort("_i").drop("_i", "_r", "_s", "_a")
+    # Only rows without a step are looked up (a row's lookup depends on nothing but its line and rank).
+    pos = need.arg_true()
+    sub = rows.select(pl.col("line"), pl.col("rank").fill_null(-1).alias("_r")).gather(pos).with_row_index("_i").sort("line")
+    same = sub.join_asof(anchors, on="line", by="_r", strategy="backward", check_sortedness=False)
+    anyr = sub.select("_i", "line").join_asof(anchors.drop("_r").rename({"_s": "_a"}), on="line", strategy="backward")
+    found = (
+        same.select("_i", "_s").join(anyr.select("_i", "_a"), on="_i").sort("_i")
+        .select(pl.coalesce("_s", "_a").cast(step.dtype)).to_series()
+    )
+    return rows.with_columns(step.scatter(pos, found))
 
 
 # Lines of context on each side of a batch of metric rows: metric_lines.finalize decides a row
@@ -81,6 +92,12 @@ class _Output:
         self.done = 0  # rows with line <= done are written
         self.metrics = spool.TableSink(T.METRICS)
         self.events = spool.TableSink(T.EVENTS)
+
+    def _with_file(self, df: pl.DataFrame) -> pa.Table:
+        """The rows as Arrow with their `file` column, built dictionary-encoded (one value) at once."""
+        table = df.to_arrow()
+        file = pa.DictionaryArray.from_arrays(pa.array(np.zeros(table.num_rows, dtype=np.int32)), pa.array([self.rel], pa.string()))
+        return table.append_column("file", file)
 
     def _rank(self, df: pl.DataFrame) -> pl.DataFrame:
         return df.with_columns(pl.col("rank").fill_null(self.file_rank)) if self.file_rank is not None else df
@@ -113,7 +130,7 @@ class _Output:
                     pl.col("rank").fill_null(-1).alias("_r"), maintain_order=True).last().drop("_r")
             if ready.height:
                 ready = carry_steps(ready, anchors) if anchors is not None else ready
-                self.metrics.add(conform("metrics", ready.with_columns(pl.lit(self.rel).alias("file")).to_arrow()))
+                self.metrics.add(conform("metrics", self._with_file(ready)))
         if self.events_in:
             evs = pl.concat(self.events_in, how="vertical_relaxed")
             self.events_in = [evs.filter(~upto)] if cut is not None else []
@@ -121,7 +138,7 @@ class _Output:
             ready_ev = evs.filter(upto).sort("line", "code", maintain_order=True)
             if ready_ev.height:
                 ready_ev = carry_steps(ready_ev, anchors) if anchors is not None else ready_ev
-                self.events.add(conform("events", ready_ev.with_columns(pl.lit(self.rel).alias("file")).to_arrow()))
+                self.events.add(conform("events", self._with_file(ready_ev)))
         if cut is not None:
             self.done = cut
 
