@@ -41,12 +41,16 @@ def detect_trace(ctx: Context, th: dict) -> list[Detection]:
         lanes_iv = per_lane.rename({"_s": "o0", "_e": "o1", "lane": "other"})
         pairs = part.join(lanes_iv, how="cross").filter((pl.col("other") != pl.col("lane")) & (pl.col("ts_us") < pl.col("o1"))
                                                         & (pl.col("end_us") > pl.col("o0")))
-        quoted = pairs.sort("ts_us").unique(subset=["line"], keep="first").sort("ts_us").head(6)
+        quoted = pairs.sort("ts_us").unique(subset=["line"], keep="first")
+        # Quote the outermost call of each overlapping backward (not its nested frames).
+        outer = quoted.filter(pl.col("func") == "Tensor.backward")
+        quoted = (outer if outer.height else quoted).sort("ts_us").head(6)
         names = sorted(str(x) for x in lanes)
-        calls = part.group_by("lane").agg(pl.len().alias("n")).sort("lane")
+        top = part.filter(pl.col("func") == "Tensor.backward")
+        calls = (top if top.height else part).group_by("lane").agg(pl.len().alias("n")).sort("lane")
         summary = (f"backward runs on {len(lanes)} threads at once ({', '.join(names)}): {share:.0%} of backward time "
                    f"({S.ms(overlap)} of {S.ms(busy)}) has two or more threads inside backward "
-                   f"(threshold {th['overlap_share']:.0%}); {part.height} backward calls")
+                   f"(threshold {th['overlap_share']:.0%}); {int(calls['n'].sum())} backward calls")
         text = pl.format("{} ({}:{}) on thread {}: {} µs", pl.col("func"), pl.col("src_file"), pl.col("src_line"), pl.col("lane"),
                          pl.col("dur_us").round(1))
         first = quoted.row(0, named=True) if quoted.height else part.row(0, named=True)
