@@ -118,6 +118,11 @@ def run_threads(iters: int) -> None:
             failures.append(e)
             raise
 
+    x, y = batch(torch.Generator().manual_seed(99), 8)  # one single-threaded sanity step (creates optimizer state)
+    lm_loss(model(x), y).backward()
+    opt.step()
+    opt.zero_grad()
+    log.info("sanity step ok")
     threads = [threading.Thread(target=worker, args=(w,), name=f"trainer-{w}") for w in range(2)]
     log.info(f"starting {len(threads)} trainer threads sharing one model ({sum(p.numel() for p in model.parameters()):,} params)")
     for t in threads:

@@ -153,7 +153,7 @@ rec_checkpoint_failure_disk_full() {
 }
 rec_checkpoint_failure_truncated() {
   local d w; d=$(fresh checkpoint-failure-truncated); w=$(scratch); mkdir -p "$w/out"
-  (cd "$w" && "$PY" "$S/crash_checkpoint.py" --scenario healthy --max-iters 255 > /dev/null 2>&1 && truncate -s 50% out/ckpt.pt \
+  (cd "$w" && "$PY" "$S/crash_checkpoint.py" --scenario healthy --max-iters 255 > /dev/null 2>&1 && truncate -s $(( $(stat -c %s out/ckpt.pt) / 2 )) out/ckpt.pt \
      && "$PY" "$S/crash_checkpoint.py" --scenario truncated > "$d/train.log" 2>&1); rm -rf "$w"
 }
 rec_checkpoint_failure_trainer() {
