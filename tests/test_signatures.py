@@ -570,6 +570,7 @@ EXTRA_LINES = [
     "Timeout (0:10:00)!",
     'Thread 2893 (idle): "MainThread"',
     "    - tensor 'L['x']' size mismatch at index 0. expected 19, actual 21",  # dynamo_recompile_reason list line, prefix stripped (OBS pytorch#110325)
+    "RuntimeError: [enforce fail at inline_container.cc:747] . open file failed with strerror: Permission denied",
 ]
 
 

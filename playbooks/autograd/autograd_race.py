@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import polars as pl
+
 from forensics.context import Context
 from playbooks.base import Playbook, Threshold, declare
 from playbooks.evidence import combine, detection, events, first_message, where
@@ -67,7 +69,20 @@ def detect_events(ctx: Context, th: dict) -> Detection | None:
     if inplace.height:
         causes["inplace_on_saved_tensor"] = 0.8
         causes["threads_share_graph"] = 0.3
+        if _raised_in_a_thread(ctx, inplace):
+            # The error surfaced in a worker thread's backward: threads sharing the graph come first.
+            causes["threads_share_graph"], causes["inplace_on_saved_tensor"] = 0.9, 0.5
     if twice.height:
         causes["graph_reused"] = 0.8
     row = ev.row(0, named=True)
     return detection(ev, f"autograd error{where(row)}: {first_message(ev)}", causes, confidence=0.9)
+
+
+def _raised_in_a_thread(ctx: Context, ev: pl.DataFrame) -> bool:
+    """Whether one of the errors sits inside a traceback raised in a `threading.Thread` (not the main thread)."""
+    blocks = ctx.events.filter((pl.col("code") == "python_traceback")
+                               & pl.col("text").str.contains(r"threading\.py.*_bootstrap_inner|Exception in thread"))
+    if blocks.height == 0:
+        return False
+    inside = ev.select("file", "line").join(blocks.select("file", pl.col("line").alias("b0"), pl.col("end_line").alias("b1")), on="file")
+    return inside.filter((pl.col("line") >= pl.col("b0")) & (pl.col("line") <= pl.col("b1"))).height > 0

@@ -89,6 +89,9 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         causes["not_writable"] = 1.0
     if "Errno 28" in text or "No space left" in text or "quota" in text.lower():
         causes["disk_full"] = 1.0
+    elif "unexpected pos" in text or "file write failed" in text:
+        # The archive writer stopped short of what it wrote: the device took fewer bytes (full or failing).
+        causes["disk_full"] = 0.8
     if corrupt.height:
         causes["interrupted_write"] = 0.9
     row = ev.row(0, named=True)
