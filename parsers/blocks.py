@@ -196,13 +196,23 @@ def _one_traceback(v: _View, cls: dict[str, np.ndarray], p: int) -> tuple[int, l
     return end, parts, cur
 
 
+def _openers(frame: pl.DataFrame, cand: pl.DataFrame, needle: str) -> pl.DataFrame:
+    """Candidate lines containing `needle`, each with `_pos`, its row in the frame.
+
+    Rows are not lines: tqdm's `\r` redraws split one line into several rows, so the position
+    is looked up, never computed from the line number.
+    """
+    opener = cand.filter(pl.col("text").str.contains(needle, literal=True))
+    rows = frame.select("line", "seg").with_row_index("_pos").with_columns(pl.col("_pos").cast(pl.Int64))
+    return opener.join(rows, on=["line", "seg"], how="inner", maintain_order="left")
+
+
+
 def _tracebacks(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
-    opener = cand.filter(pl.col("text").str.contains(_TB, literal=True))
+    opener = _openers(frame, cand, _TB)
     if opener.height == 0:
         return []
     text = frame.get_column("text")
-    first_line = int(frame.get_column("line")[0])
-    # Frame lines are consecutive, so a line number maps to its frame position directly.
     starts: dict[str, list[tuple[int, dict]]] = {}
     for row in opener.iter_rows(named=True):
         m = _TB_START.search(row["text"])
@@ -211,7 +221,7 @@ def _tracebacks(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
         prefix = row["text"][: m.start()]
         if prefix.rstrip().endswith("traceback :") or _IPY_START.match(row["text"]):
             continue  # a torchrun report's child call stack (part of that block) / an IPython traceback
-        pos = row["line"] - first_line
+        pos = row["_pos"]
         nxt = str(text[pos + 1]) if pos + 1 < len(text) else ""
         pattern = _prefix_pattern(prefix)
         if pattern is not None and not re.match(pattern, nxt):
@@ -297,19 +307,18 @@ _RICH_FRAME = re.compile(r"│ (?P<file>\S+\.py):(?P<line>\d+)(?: in (?P<functio
 
 
 def _notebook_tracebacks(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
-    opener = cand.filter(pl.col("text").str.contains(_TB, literal=True))
+    opener = _openers(frame, cand, _TB)
     if opener.height == 0:
         return []
     text = frame.get_column("text")
     lines = frame.get_column("line")
-    first_line = int(lines[0])
     n = len(text)
     events = []
     for row in opener.iter_rows(named=True):
         ipy, rich = _IPY_START.match(row["text"]), _RICH_START.match(row["text"])
         if not (ipy or rich):
             continue
-        pos = row["line"] - first_line
+        pos = row["_pos"]
         window = text.slice(pos + 1, WINDOW).to_list()
         frames: list[re.Match] = []
         exc_at = None
@@ -370,16 +379,15 @@ def _notebook_tracebacks(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
 
 
 def _cpp_dumps(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
-    opener = cand.filter(pl.col("text").str.contains("Exception raised from", literal=True))
+    opener = _openers(frame, cand, "Exception raised from")
     if opener.height == 0:
         return []
     text = frame.get_column("text")
-    first_line = int(frame.get_column("line")[0])
     groups: dict[str, list[tuple[int, dict, re.Match]]] = {}
     for row in opener.iter_rows(named=True):
         m = _CPP_START.search(row["text"])
         if m:
-            groups.setdefault(row["text"][: m.start()], []).append((row["line"] - first_line, row, m))
+            groups.setdefault(row["text"][: m.start()], []).append((row["_pos"], row, m))
     events = []
     for prefix, items in groups.items():
         v = _view(text, [pos for pos, _, _ in items], prefix)
@@ -429,17 +437,16 @@ _REPORT_LINE = re.compile(r"^(?:\s|\[\d+\]:|(?:Other )?Failures:|Root Cause|.*\b
 
 
 def _reports(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
-    opener = cand.filter(pl.col("text").str.contains("Root Cause", literal=True))
+    opener = _openers(frame, cand, "Root Cause")
     if opener.height == 0:
         return []
     text = frame.get_column("text")
-    first_line = int(frame.get_column("line")[0])
     events = []
     for row in opener.iter_rows(named=True):
         m = _REPORT_START.match(row["text"])
         if not m:
             continue
-        prefix, pos = m.group("prefix"), row["line"] - first_line
+        prefix, pos = m.group("prefix"), row["_pos"]
         lo = max(0, pos - 400)
         v = _view(text, [lo], prefix)
         a = v.find(pos)
@@ -591,17 +598,16 @@ _SMI_PROC_ROW = re.compile(r"^\|\s+\d+\s+(?:N/A|\d+)\s+(?:N/A|\d+)\s+\d+\s+[CGM+
 
 
 def _smi_tables(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
-    opener = cand.filter(pl.col("text").str.contains("NVIDIA-SMI ", literal=True))
+    opener = _openers(frame, cand, "NVIDIA-SMI ")
     if opener.height == 0:
         return []
     text = frame.get_column("text")
-    first_line = int(frame.get_column("line")[0])
     events = []
     for row in opener.iter_rows(named=True):
         m = _SMI_START.match(row["text"])
         if not m:
             continue
-        prefix, pos = m.group("prefix"), row["line"] - first_line
+        prefix, pos = m.group("prefix"), row["_pos"]
         v = _view(text, [max(0, pos - 3)], prefix)
         a = v.find(pos)
         if a >= len(v.rows) or v.rows[a] != pos:

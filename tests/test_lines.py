@@ -131,8 +131,6 @@ def test_ingest_with_tiny_chunks_gives_the_same_tables(tmp_path, monkeypatch):
     assert hf.get_column("value").to_list() == [0.2051]
 
 
-@pytest.mark.xfail(reason="parsers/blocks.py maps a line number to a frame position as if one row were one line; "
-                          "`\\r` segments add rows, so a traceback after tqdm redraws gets a wrong end_line", strict=False)
 def test_ingest_with_tiny_chunks_gives_the_same_tables_after_tqdm_lines(tmp_path, monkeypatch):
     text, tb_line = _content()
     big = _ingest_both(tmp_path, monkeypatch, text)
