@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import polars as pl
-
 # One conversion of printed sizes for parsers and playbooks alike.
 from parsers.signatures import field_expr as field
 from parsers.signatures import size_to_mib
 
-
-def size_mib(expr: pl.Expr) -> pl.Expr:
-    """`20.00 MiB`, `1.5 GiB`, `0 bytes` -> MiB as float (null when unparseable)."""
-    return size_to_mib(expr)
+# `20.00 MiB`, `1.5 GiB`, `0 bytes` -> MiB as float (null when unparseable).
+size_mib = size_to_mib
 
 
 def fmt_mib(mib: float | None) -> str:

@@ -12,6 +12,7 @@ import json
 import polars as pl
 
 from tests.helpers import frame, ingest_text
+from tests.test_nvsmi_table import T470
 
 UTC = dt.timezone.utc
 
@@ -249,27 +250,8 @@ def test_child_failed_report_with_py_callstack_and_signal_suffix(tmp_path):
     assert set(lines[rep["end_line"] - 1]) == {"="}
 
 
-SMI_470 = """Fri Dec 13 18:25:30 2024
-+-----------------------------------------------------------------------------+
-| NVIDIA-SMI 470.82.01    Driver Version: 470.82.01    CUDA Version: 11.4     |
-|-------------------------------+----------------------+----------------------+
-| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
-| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
-|                               |                      |               MIG M. |
-|===============================+======================+======================|
-|   0  Tesla P100-PCIE...  On   | 00000000:0D:00.0 Off |                  Off |
-| N/A   29C    P0    30W / 250W |    789MiB / 16280MiB |      1%      Default |
-|                               |                      |                  N/A |
-+-------------------------------+----------------------+----------------------+
-
-+-----------------------------------------------------------------------------+
-| Processes:                                                                  |
-|  GPU   GI   CI        PID   Type   Process name                  GPU Memory |
-|        ID   ID                                                   Usage      |
-|=============================================================================|
-|    0   N/A  N/A      3030      C   /usr/bin/python3                  787MiB |
-+-----------------------------------------------------------------------------+
-"""
+# The same real 470-driver table the nvidia-smi parser tests read numbers from.
+SMI_470 = T470
 
 
 def test_nvidia_smi_table_470_in_a_log(tmp_path):
