@@ -158,6 +158,26 @@ class Source:
         with self.open() as fh:
             return fh.read()
 
+    def read_all_mutable(self) -> bytearray:
+        """The whole decompressed content as a private bytearray (the file itself is untouched).
+
+        For readers that decode in place; a plain file is read straight into a buffer of its
+        size, a compressed one grows block by block (no second full-size copy)."""
+        with self.open() as fh:
+            if self.compression is None:
+                buf = bytearray(self.size)
+                got = fh.readinto(buf)
+                if got < self.size:  # the file shrank while being read
+                    del buf[got:]
+                extra = fh.read()
+                if extra:  # ... or grew
+                    buf += extra
+                return buf
+            buf = bytearray()
+            while block := fh.read(32 * 1024 * 1024):
+                buf += block
+            return buf
+
     def chunks(self, size: int = 32 * 1024 * 1024) -> Iterator[bytes]:
         """Decompressed content in blocks of about `size` bytes."""
         with self.open() as fh:

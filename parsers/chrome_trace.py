@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import numpy as np
@@ -29,10 +29,16 @@ WINDOW_BYTES = 4 * 1024 * 1024
 _EMPTY = msgspec.Raw(b"")
 
 
+# Every phase of the Chrome trace-event format: decoding to a Literal reuses one string object
+# per phase instead of allocating one per event (an unknown phase falls back to LooseEvent).
+Phase = Literal["B", "E", "X", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "N", "O", "D", "M", "V", "v", "R",
+                "c", "(", ")", ""]
+
+
 class Event(msgspec.Struct, gc=False):
     """The fields of a trace event we keep; unknown keys are skipped by the decoder."""
 
-    ph: str = ""
+    ph: Phase = ""
     cat: str | None = None
     name: str | None = None
     pid: int | str | None = None
@@ -70,6 +76,8 @@ _BYTE_POS = re.compile(r"byte (\d+)")
 _BARE_NA = re.compile(rb"(:\s*)N/A(\s*[,}\]])")
 
 COLUMNS = ("ph", "cat", "name", "pid", "tid", "ts", "dur")
+# A reader's per-window reduction: (raw columns, the window's args slices) -> its part.
+Transform = Callable[[pa.Table, list], Any]
 
 
 @dataclass
@@ -90,7 +98,7 @@ class Trace:
     @property
     def events(self) -> pa.Table:
         """All windows' raw columns as one table (when read without a transform)."""
-        return pa.concat_tables(self.parts) if self.parts else _columns([], 0)
+        return pa.concat_tables(self.parts) if self.parts else _columns([], 0)[0]
 
     def meta_value(self, key: str, default: Any = None) -> Any:
         """One top-level key decoded to Python (JSON null and undecodable values give `default`)."""
@@ -148,8 +156,9 @@ def _floats(values: list) -> pa.Array:
         return pa.array(out, type=pa.float64())
 
 
-def _columns(events: list, first_index: int) -> pa.Table:
-    """One window of decoded events as a table (event index = position in traceEvents)."""
+def _columns(events: list, first_index: int, keep_args: bool = True) -> tuple[pa.Table, list]:
+    """One window of decoded events as a table (event index = position in traceEvents), and the
+    window's raw `args` slices as a list (readers decode the fields they need from it directly)."""
     n = len(events)
     cols: dict[str, pa.Array] = {"idx": pa.array(np.arange(first_index, first_index + n, dtype=np.int64))}
     for name in ("ph", "cat", "name"):
@@ -160,8 +169,12 @@ def _columns(events: list, first_index: int) -> pa.Table:
         cols[f"{name}_text"] = text if text is not None else pa.nulls(n, pa.string())
     cols["ts"] = _floats(list(map(attrgetter("ts"), events)))
     cols["dur"] = _floats(list(map(attrgetter("dur"), events)))
-    cols["args"] = _raw_column(list(map(attrgetter("args"), events)))
-    return pa.table(cols)
+    raws = list(map(attrgetter("args"), events))
+    # Copying every event's args into a column is the single largest cost of a big trace:
+    # readers that leave args in the file (`keep_args=False`) get a null column and fetch
+    # the few they need with `args_of`.
+    cols["args"] = _raw_column(raws) if keep_args else pa.nulls(n, pa.large_string())
+    return pa.table(cols), raws
 
 
 def _lenient(window: bytes) -> tuple[list, int] | None:
@@ -208,8 +221,13 @@ def _decode_window(window: bytes) -> list:
 class _Reader:
     """Walks the traceEvents array window by window."""
 
-    def __init__(self, buf: bytes, start: int, window: int, transform: Callable[[pa.Table], Any] | None = None) -> None:
+    def __init__(self, buf: bytes | bytearray, start: int, window: int, transform: Transform | None = None,
+                 keep_args: bool = True) -> None:
         self.buf = buf
+        self.keep_args = keep_args
+        # A mutable buffer is decoded in place: the bytes just outside a window are set to '['
+        # and ']' for the decode and restored after (no 4 MB copy per window).
+        self.view = memoryview(buf) if isinstance(buf, bytearray) else None
         self.transform = transform
         self.start = start  # first byte after '['
         self.window = window
@@ -221,9 +239,22 @@ class _Reader:
 
     def _emit(self, events: list) -> None:
         if events:
-            cols = _columns(events, self.count)
-            self.parts.append(self.transform(cols) if self.transform else cols)
+            cols, raws = _columns(events, self.count, self.keep_args)
+            self.parts.append(self.transform(cols, raws) if self.transform else cols)
             self.count += len(events)
+
+    def _decode_span(self, lo: int, hi: int, closed: bool) -> list:
+        """Decode buf[lo:hi] as the items of a list (closed: the list ends at hi)."""
+        view = self.view
+        if view is None or not closed or lo < 1 or hi >= len(self.buf):
+            return _decode_window(b"[" + self.buf[lo:hi] + (b"]" if closed else b""))
+        buf = self.buf
+        before, after = buf[lo - 1], buf[hi]
+        buf[lo - 1], buf[hi] = 0x5B, 0x5D
+        try:
+            return _decode_window(view[lo - 1:hi + 1])
+        finally:
+            buf[lo - 1], buf[hi] = before, after
 
     def _salvage(self, lo: int, hi: int, reason: str) -> int | None:
         """Keep the complete events of buf[lo:hi] before the damage; return where decoding may resume."""
@@ -249,7 +280,7 @@ class _Reader:
 
     def _try(self, lo: int, hi: int, closed: bool) -> list | None:
         try:
-            return _decode_window(b"[" + self.buf[lo:hi] + (b"]" if closed else b""))
+            return self._decode_span(lo, hi, closed)
         except msgspec.DecodeError:
             return None
 
@@ -278,9 +309,8 @@ class _Reader:
         while lo < n:
             split = _SPLIT.search(buf, lo + self.window) if lo + self.window < n else None
             hi = split.start() + 1 if split else n
-            window = b"[" + buf[lo:hi] + (b"]" if split else b"")
             try:
-                events = _decode_window(window)
+                events = self._decode_span(lo, hi, split is not None)
             except msgspec.DecodeError as exc:
                 msg = str(exc)
                 pos = _BYTE_POS.search(msg)
@@ -297,7 +327,7 @@ class _Reader:
                 if resumed is not None:
                     lo = resumed
                     continue
-                loose = _lenient(window)
+                loose = _lenient(b"[" + buf[lo:hi] + (b"]" if split else b""))
                 if loose is not None:
                     self._emit(loose[0])
                     self.problems.append("non-standard JSON (control characters, bare N/A) read leniently")
@@ -347,11 +377,14 @@ def _meta_around(buf: bytes, open_bracket: int, close: int | None) -> tuple[dict
     return {}, ["the top-level object could not be read"]
 
 
-def read(buf: bytes, window: int = WINDOW_BYTES, transform: Callable[[pa.Table], Any] | None = None) -> Trace:
+def read(buf: bytes | bytearray, window: int = WINDOW_BYTES, transform: Transform | None = None,
+         keep_args: bool = True) -> Trace:
     """Decode a Chrome-trace document (object with traceEvents, or a bare event array).
 
-    `transform` is applied to each window's table as soon as it is decoded. The returned
-    metadata holds copies, so `buf` can be freed as soon as this returns.
+    `transform(table, raws)` is applied to each window as soon as it is decoded (`raws`: the
+    window's args slices). The returned metadata holds copies, so `buf` can be freed as soon as
+    this returns. A bytearray is decoded without copying windows; it is left as it was given.
+    Without `keep_args` the tables' `args` column is null (the transform still gets `raws`).
     """
     i = 0
     n = len(buf)
@@ -362,7 +395,7 @@ def read(buf: bytes, window: int = WINDOW_BYTES, transform: Callable[[pa.Table],
     if i >= n:
         raise ValueError("empty document")
     if buf[i] == ord("["):
-        reader = _Reader(buf, i + 1, window, transform)
+        reader = _Reader(buf, i + 1, window, transform, keep_args)
         reader.run()
         trace = Trace(reader.parts, {}, reader.complete, reader.problems, bare_array=True)
         if reader.end is not None and buf[reader.end + 1:].strip() not in (b"",):
@@ -376,7 +409,7 @@ def read(buf: bytes, window: int = WINDOW_BYTES, transform: Callable[[pa.Table],
         if meta is None:
             raise ValueError("no traceEvents array found")
         return Trace([], _own(meta), True, ["no traceEvents key: an empty trace"])
-    reader = _Reader(buf, m.end(), window, transform)
+    reader = _Reader(buf, m.end(), window, transform, keep_args)
     reader.run()
     meta, problems = _meta_around(buf, m.end() - 1, reader.end)
     if reader.end is not None and problems and reader.complete:
@@ -387,3 +420,23 @@ def read(buf: bytes, window: int = WINDOW_BYTES, transform: Callable[[pa.Table],
 def _own(meta: dict[str, msgspec.Raw]) -> dict[str, msgspec.Raw]:
     """Copies of the metadata values, so they no longer pin the whole document in memory."""
     return {k: msgspec.Raw(bytes(v)) for k, v in meta.items()}
+
+
+def args_of(buf: bytes | bytearray, lines: Iterable[int], window: int = WINDOW_BYTES) -> dict[int, bytes]:
+    """The raw JSON args of the events at the given `traceEvents` positions (a span's `line`).
+
+    For readers that leave args in the file: a playbook that needs an op's `Input Dims` or a
+    kernel's grid asks for those rows only, and pays one more decode of the trace."""
+    wanted = np.unique(np.fromiter(lines, dtype=np.int64))
+    found: dict[int, bytes] = {}
+    first = [0]
+
+    def pick(cols: pa.Table, raws: list) -> None:
+        lo = first[0]
+        first[0] += len(raws)
+        for i in wanted[np.searchsorted(wanted, lo):np.searchsorted(wanted, lo + len(raws))]:
+            if len(raws[i - lo]):
+                found[int(i)] = bytes(raws[i - lo])
+
+    read(buf, window, pick, keep_args=False)
+    return found

@@ -84,22 +84,30 @@ class _Window:
     def __init__(self) -> None:
         self.flows = 0
 
-    def __call__(self, ev: pa.Table) -> dict:
+    def __call__(self, ev: pa.Table, raws: list) -> dict:
         pid = tt.numeric_ids(ev["pid"], ev["pid_text"])
         tid = tt.numeric_ids(ev["tid"], ev["tid_text"])
         instant = tt.in_values(ev["ph"], tt.INSTANT_PH)
         is_mem = pc.and_(instant, tt.in_values(ev["name"], ["[memory]"]))
         is_span = pc.and_(pc.invert(tt.in_values(ev["ph"], tt.NOT_SPAN_PH)), pc.invert(is_mem))
         self.flows += pc.sum(tt.in_values(ev["ph"], ["s", "f", "t"]).cast(pa.int64())).as_py() or 0
+        mem = tt.flat_bools(is_mem)
         out = {
-            "meta": tt.metadata_rows(ev, pid, tid),
-            "counters": tt.concat_parts([_memory_rows(ev.filter(is_mem), pid.filter(is_mem), tid.filter(is_mem)),
-                                         tt.counter_rows(ev, pid, tid)]),
+            "meta": tt.metadata_rows(ev, pid, tid, raws),
+            "counters": tt.concat_parts([_memory_rows(ev.filter(is_mem), pid.filter(is_mem), tid.filter(is_mem), raws, mem),
+                                         tt.counter_rows(ev, pid, tid, raws)]),
         }
+        kind_all = tt.kinds(ev["cat"], ev["ph"])
+        spans = tt.flat_bools(is_span)
+        # Link fields of device activity and the calls that launch it, decoded from the raw
+        # slices of just those rows, then placed among the span rows.
+        linked = spans & tt.flat_bools(tt.in_values(kind_all, ARG_KINDS))
+        n = int(spans.sum())
+        link = {f: tt.scatter(v, linked[spans], n)
+                for f, v in tt.decode_args(raws, linked, LinkArgs, LinkArgsLoose, LINK_FIELDS).items()}
         sp = ev.filter(is_span)
         pid, tid = pid.filter(is_span), tid.filter(is_span)
-        kind = tt.kinds(sp["cat"], sp["ph"])
-        link = tt.decode_args(sp["args"], tt.in_values(kind, ARG_KINDS), LinkArgs, LinkArgsLoose, LINK_FIELDS)
+        kind = kind_all.filter(is_span)
         gpu = tt.in_values(kind, tt.GPU_KINDS)
         none = pa.scalar(None, pa.int64())
         out["spans"] = pa.table({
@@ -134,11 +142,11 @@ def build(tr: chrome_trace.Trace, rel: str, flows: int = 0, source: str = SOURCE
     return {"spans": spans, "counters": cnt}, meta, rank
 
 
-def _memory_rows(rows: pa.Table, pid, tid) -> pa.Table | None:
+def _memory_rows(rows: pa.Table, pid, tid, raws: list, mask) -> pa.Table | None:
     """`[memory]` events -> allocated / reserved totals and the per-event delta, per device."""
     if rows.num_rows == 0:
         return None
-    f = tt.decode_args(rows["args"], None, MemArgs, MemArgsLoose, MEM_FIELDS)
+    f = tt.decode_args(raws, mask, MemArgs, MemArgsLoose, MEM_FIELDS)
     parts = []
     for field, name in MEM_SERIES.items():
         value = f[field]
@@ -191,14 +199,14 @@ def _result(tr: chrome_trace.Trace, rel: str, flows: int, truncated: bool, probl
 def parse_bytes(buf: bytes, rel: str) -> ParseResult:
     """Parse a Kineto trace held in memory (tests, tools)."""
     window = _Window()
-    return _result(chrome_trace.read(buf, transform=window), rel, window.flows, False, [])
+    return _result(chrome_trace.read(buf, transform=window, keep_args=False), rel, window.flows, False, [])
 
 
 def parse(src, sn: Sniffed) -> ParseResult:
     """Read the whole (decompressed) file, decode it window by window, build the tables."""
-    buf = src.read_all()
+    buf = src.read_all_mutable()
     window = _Window()
-    tr = chrome_trace.read(buf, transform=window)
+    tr = chrome_trace.read(buf, transform=window, keep_args=False)
     # The document is no longer needed: free it before the tables are assembled.
     del buf
     return _result(tr, src.rel, window.flows, src.truncated, list(src.problems))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from itertools import compress
 from operator import attrgetter
 
 import msgspec
@@ -145,11 +146,12 @@ def numeric_ids(ints: pa.ChunkedArray, text: pa.ChunkedArray) -> pa.ChunkedArray
     return pc.coalesce(ints, from_text)
 
 
-def metadata_rows(ev: pa.Table, pid: pa.ChunkedArray, tid: pa.ChunkedArray) -> pa.Table:
-    """The `M` events of a window (few), with numeric pid/tid."""
+def metadata_rows(ev: pa.Table, pid: pa.ChunkedArray, tid: pa.ChunkedArray, raws: list) -> pa.Table:
+    """The `M` events of a window (few), with numeric pid/tid and their raw args."""
     mask = in_values(ev["ph"], ["M"])
+    args = list(compress(raws, flat_bools(mask).tobytes()))
     return pa.table({"pid": pid.filter(mask), "tid": tid.filter(mask), "name": ev["name"].filter(mask).cast(pa.string()),
-                     "args": ev["args"].filter(mask)})
+                     "args": pa.array([bytes(a) if len(a) else None for a in args], pa.large_binary())})
 
 
 def thread_names(meta_rows: list[pa.Table]) -> pl.DataFrame:
@@ -195,33 +197,37 @@ def thread_column(pid: pa.ChunkedArray, tid: pa.ChunkedArray, tid_text: pa.Chunk
 
 # ----------------------------------------------------------------------------- args
 
-def decode_args(args: pa.ChunkedArray, mask: pa.ChunkedArray | None, struct: type, loose: type,
-                fields: dict[str, pa.DataType], batch: int = 400_000) -> dict[str, pa.Array]:
-    """Typed fields of the args of the rows in `mask`, as full-length columns (null elsewhere)."""
-    n = len(args)
-    sel = pc.and_(mask, pc.is_valid(args)) if mask is not None else pc.is_valid(args)
-    sel = sel.combine_chunks() if isinstance(sel, pa.ChunkedArray) else sel
-    idx = np.flatnonzero(sel.to_numpy(zero_copy_only=False))
-    out = {f: pa.nulls(n, t) for f, t in fields.items()}
-    if len(idx) == 0:
-        return out
-    parts: dict[str, list[pa.Array]] = {f: [] for f in fields}
-    flat = args.combine_chunks() if isinstance(args, pa.ChunkedArray) else args
-    sep = pa.scalar(",", pa.large_string())
-    for lo in range(0, len(idx), batch):
-        part = flat.take(pa.array(idx[lo:lo + batch]))
-        joined = pc.binary_join(pa.LargeListArray.from_arrays(pa.array([0, len(part)], pa.int64()), part), sep)[0].as_buffer()
-        text = b"[" + joined.to_pybytes() + b"]"
-        try:
-            items = msgspec.json.decode(text, type=list[struct])
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            items = msgspec.json.decode(text, type=list[loose])
-        for f, t in fields.items():
-            parts[f].append(_coerce(list(map(attrgetter(f), items)), t))
-    for f, t in fields.items():
-        vals = pa.concat_arrays(parts[f]) if len(parts[f]) > 1 else parts[f][0]
-        out[f] = pc.replace_with_mask(pa.nulls(n, t), sel, vals)
-    return out
+def decode_args(raws: list, mask: np.ndarray | None, struct: type, loose: type,
+                fields: dict[str, pa.DataType]) -> dict[str, pa.Array]:
+    """Typed fields of the args of the rows in `mask` (all rows when None), one Arrow array per
+    field holding just those rows, in order.
+
+    `raws` is a window's list of raw args slices: the selected ones are joined into one JSON
+    list and decoded in a single call (no Arrow take, no per-row decode)."""
+    chosen = raws if mask is None else list(compress(raws, mask.tobytes()))
+    if not chosen:
+        return {f: pa.array([], type=t) for f, t in fields.items()}
+    # An event without args has an empty slice: decode it as an empty object.
+    text = b"[" + b",".join(r if len(r) else b"{}" for r in chosen) + b"]" if not all(map(len, chosen)) \
+        else b"[" + b",".join(chosen) + b"]"
+    try:
+        items = msgspec.json.decode(text, type=list[struct])
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        items = msgspec.json.decode(text, type=list[loose])
+    return {f: _coerce(list(map(attrgetter(f), items)), t) for f, t in fields.items()}
+
+
+def flat_bools(mask: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A boolean Arrow mask as one numpy array (null -> False)."""
+    arr = mask.combine_chunks() if isinstance(mask, pa.ChunkedArray) else mask
+    return pc.fill_null(arr, False).to_numpy(zero_copy_only=False)
+
+
+def scatter(values: pa.Array, mask: np.ndarray, n: int) -> pa.Array:
+    """Values of the rows in `mask` spread into a column of length n (null elsewhere)."""
+    if len(values) == n:
+        return values
+    return pc.replace_with_mask(pa.nulls(n, values.type), pa.array(mask), values)
 
 
 def _coerce(vals: list, t: pa.DataType) -> pa.Array:
@@ -360,19 +366,20 @@ def counter_part(**cols) -> pa.Table:
     return pa.table([cols[f.name] if f.name in cols else pa.nulls(n, f.type) for f in COUNTER_PART], schema=COUNTER_PART)
 
 
-def counter_rows(ev: pa.Table, pid: pa.ChunkedArray, tid: pa.ChunkedArray) -> pa.Table | None:
+def counter_rows(ev: pa.Table, pid: pa.ChunkedArray, tid: pa.ChunkedArray, raws: list) -> pa.Table | None:
     """`C` events: one row per numeric key of args (series = the key)."""
     mask = in_values(ev["ph"], ["C"])
     if not pc.any(mask).as_py():
         return None
     rows = ev.filter(mask)
+    chosen = list(compress(raws, flat_bools(mask).tobytes()))
     p = pid.filter(mask).to_pylist()
     t = tid.filter(mask).to_pylist()
     out: dict[str, list] = {k: [] for k in ("line", "pid", "tid", "name", "series", "ts_us", "value")}
     for i, (line, name, ts, raw) in enumerate(zip(rows["idx"].to_pylist(), rows["name"].to_pylist(),
-                                                  rows["ts"].to_pylist(), rows["args"].to_pylist(), strict=True)):
+                                                  rows["ts"].to_pylist(), chosen, strict=True)):
         try:
-            args = msgspec.json.decode(raw) if raw else {}
+            args = msgspec.json.decode(raw) if len(raw) else {}
         except msgspec.DecodeError:
             continue
         if not isinstance(args, dict):

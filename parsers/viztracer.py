@@ -60,15 +60,15 @@ def _var_instants(ev: pa.Table, pid, tid) -> pa.Table | None:
                            name=name.filter(keep), ts_us=rows["ts"].filter(keep), value=value.filter(keep))
 
 
-def _window(ev: pa.Table) -> dict:
+def _window(ev: pa.Table, raws: list) -> dict:
     """One decoded window reduced to span rows, counter rows and metadata rows."""
     pid = tt.numeric_ids(ev["pid"], ev["pid_text"])
     tid = tt.numeric_ids(ev["tid"], ev["tid_text"])
     is_span = pc.invert(tt.in_values(ev["ph"], tt.NOT_SPAN_PH))
     sp = ev.filter(is_span)
     return {
-        "meta": tt.metadata_rows(ev, pid, tid),
-        "counters": tt.concat_parts([tt.counter_rows(ev, pid, tid), _var_instants(ev, pid, tid)]),
+        "meta": tt.metadata_rows(ev, pid, tid, raws),
+        "counters": tt.concat_parts([tt.counter_rows(ev, pid, tid, raws), _var_instants(ev, pid, tid)]),
         "spans": pa.table({
             "line": sp["idx"], "pid": pid.filter(is_span), "tid": tid.filter(is_span), "tid_text": sp["tid_text"],
             "ph": sp["ph"], "name": sp["name"], "cat": sp["cat"], "kind": tt.kinds(sp["cat"], sp["ph"]),
@@ -125,7 +125,7 @@ def parse_bytes(buf: bytes, rel: str) -> ParseResult:
 
 def parse(src, sn: Sniffed) -> ParseResult:
     """Read the whole (decompressed) file, decode it window by window, build the tables."""
-    buf = src.read_all()
+    buf = src.read_all_mutable()
     tr = chrome_trace.read(buf, transform=_window)
     del buf  # free the document before the tables are assembled
     return _result(tr, src.rel, src.truncated, list(src.problems))

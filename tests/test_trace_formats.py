@@ -156,3 +156,28 @@ def test_empty_traces(tmp_path, text):
     run = ingest(write_run(tmp_path, {"t.json": text}))
     assert frame(run, "files")["status"].to_list() == ["parsed"]
     assert run.table("spans").num_rows == 0
+
+
+def test_in_place_windows_match_copied_windows_and_leave_the_buffer_as_given(corpus):
+    doc = corpus_events(corpus, "torch_profiler/hta_a100_ddp2_rank0_nccl_fields_basetime.json.gz")
+    buf, _ = serialise(doc)
+    mutable = bytearray(buf)
+    copied = chrome_trace.read(buf, window=4096)
+    in_place = chrome_trace.read(mutable, window=4096)
+    assert bytes(mutable) == buf
+    assert in_place.complete and in_place.events.num_rows == len(doc["traceEvents"])
+    for col in ("ph", "name", "ts", "dur", "args"):
+        assert in_place.events.column(col).to_pylist() == copied.events.column(col).to_pylist()
+
+
+def test_kineto_leaves_args_in_the_file_and_args_of_fetches_them(corpus, tmp_path):
+    doc = corpus_events(corpus, "torch_profiler/hta_a100_ddp2_rank0_nccl_fields_basetime.json.gz")
+    buf, _ = serialise(doc)
+    run = ingest(write_run(tmp_path, {"rank0.pt.trace.json": buf}))
+    spans = frame(run, "spans")
+    assert spans["args"].null_count() == spans.height  # not copied into the table
+    kernels = spans.filter(pl.col("cat") == "kernel").head(3)["line"].to_list()
+    got = chrome_trace.args_of(bytearray(buf), kernels + [10**9], window=4096)
+    assert sorted(got) == kernels  # an index past the end is simply absent
+    for line in kernels:
+        assert json.loads(got[line]) == doc["traceEvents"][line]["args"]
