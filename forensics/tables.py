@@ -149,7 +149,9 @@ GPU_PROCS = pa.schema(
 # microsecond clock, `ts` the absolute UTC time where the trace says how (baseTimeNanoseconds,
 # epoch-based Kineto timestamps). `kind` is `cat` normalised across writers and eras
 # (Operator -> cpu_op, Runtime -> cuda_runtime, FEE/fee -> function, ...). `args` is the
-# event's raw JSON args, left unparsed until someone needs it.
+# event's raw JSON args for VizTracer (function arguments and return values, small); Kineto
+# args stay in the file (null here: copying them was most of a big trace's load time) and
+# `parsers.chrome_trace.args_of(buf, lines)` fetches those of chosen rows by `line`.
 SPANS = pa.schema(
     [
         ("file", DICT_STR),
