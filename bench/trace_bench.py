@@ -10,7 +10,7 @@ then loads it once per method, each in a fresh process (so peak RSS is per metho
   virtual environment (`--hta-python`, default /work/htavenv/bin/python; HTA is never a project
   dependency). Skipped with a message when that environment is missing.
 
-Usage: python bench/trace_bench.py [--copies 8] [--repeat 3] [--hta-repeat 1] [--workdir /tmp] [--hta-python PATH] [--skip-hta]
+Usage: python bench/trace_bench.py [--copies 8] [--repeat 3] [--hta-repeat 2] [--workdir /tmp] [--hta-python PATH] [--skip-hta]
 Each method runs --repeat times in fresh processes; the run with the least CPU time is kept
 and ratios are taken on CPU time (user + system, all threads), which other load on a shared
 machine barely changes; wall time is printed too. Peak RSS is the largest seen.
@@ -147,7 +147,7 @@ def main() -> int:
     ap.add_argument("--skip-hta", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the built trace file")
     ap.add_argument("--repeat", type=int, default=3, help="runs per method (the fastest is kept)")
-    ap.add_argument("--hta-repeat", type=int, default=1, help="runs of HTA (minutes each)")
+    ap.add_argument("--hta-repeat", type=int, default=2, help="runs of HTA (about a minute each)")
     args = ap.parse_args()
     if not SOURCE.exists():
         print(f"corpus trace not found: {SOURCE}")

@@ -61,8 +61,25 @@ class LooseEvent(msgspec.Struct, gc=False):
     args: msgspec.Raw = _EMPTY
 
 
-_DECODE = msgspec.json.Decoder(list[Event])
-_DECODE_LOOSE = msgspec.json.Decoder(list[LooseEvent])
+class Schema:
+    """How a reader's events decode: a typed struct, its any-type twin for odd writers, and whether
+    `args` stays a raw slice (else the struct types the args fields the reader needs, decoded in
+    the same pass, and the table's `args` column is null)."""
+
+    def __init__(self, event: type, loose: type, raw_args: bool) -> None:
+        self.strict = msgspec.json.Decoder(list[event])
+        self.loose = msgspec.json.Decoder(list[loose])
+        self.raw_args = raw_args
+
+    def decode(self, window) -> list:
+        """Typed decode; on a type surprise, the loose struct. Raises DecodeError on invalid JSON."""
+        try:
+            return self.strict.decode(window)
+        except msgspec.ValidationError:
+            return self.loose.decode(window)
+
+
+GENERIC = Schema(Event, LooseEvent, raw_args=True)
 _META = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 # Where one event ends and the next begins (also matches inside strings or nested values;
@@ -158,7 +175,7 @@ def _floats(values: list) -> pa.Array:
 
 def _columns(events: list, first_index: int, keep_args: bool = True) -> tuple[pa.Table, list]:
     """One window of decoded events as a table (event index = position in traceEvents), and the
-    window's raw `args` slices as a list (readers decode the fields they need from it directly)."""
+    window's `args` as a list (raw slices, or the schema's typed args structs)."""
     n = len(events)
     cols: dict[str, pa.Array] = {"idx": pa.array(np.arange(first_index, first_index + n, dtype=np.int64))}
     for name in ("ph", "cat", "name"):
@@ -177,14 +194,14 @@ def _columns(events: list, first_index: int, keep_args: bool = True) -> tuple[pa
     return pa.table(cols), raws
 
 
-def _lenient(window: bytes) -> tuple[list, int] | None:
+def _lenient(window: bytes, schema: Schema) -> tuple[list, int] | None:
     """Decode a window the forgiving way (control characters, bare N/A, odd types).
 
     Returns the events and the window offset just after the list's ']' (data may follow it),
     or None when even this fails.
     """
     try:
-        return _DECODE_LOOSE.decode(window), len(window)
+        return schema.loose.decode(window), len(window)
     except (msgspec.ValidationError, msgspec.DecodeError):
         pass
     fixed = _BARE_NA.sub(rb'\1"N/A"\2', window)
@@ -197,34 +214,22 @@ def _lenient(window: bytes) -> tuple[list, int] | None:
     # Offsets changed where N/A got quotes: map the end back by counting the replacements before it.
     end_bytes = len(fixed.decode("utf-8", errors="replace")[:end].encode("utf-8"))
     end_bytes -= 2 * len(_BARE_NA.findall(fixed[:end_bytes].replace(b'"N/A"', b"N/A")))
-    out = []
-    for item in items:
-        if not isinstance(item, dict):
-            continue
-        args = item.get("args")
-        out.append(LooseEvent(
-            ph=item.get("ph", ""), cat=item.get("cat"), name=item.get("name"), pid=item.get("pid"),
-            tid=item.get("tid"), ts=item.get("ts"), dur=item.get("dur"),
-            args=msgspec.Raw(msgspec.json.encode(args)) if args is not None else _EMPTY,
-        ))
-    return out, end_bytes
-
-
-def _decode_window(window: bytes) -> list:
-    """Typed decode; on a type surprise, the loose struct. Raises DecodeError on invalid JSON."""
+    # Re-encoded as strict JSON, the items decode with the schema's loose struct like any window.
+    clean = [item for item in items if isinstance(item, dict)]
     try:
-        return _DECODE.decode(window)
-    except msgspec.ValidationError:
-        return _DECODE_LOOSE.decode(window)
+        return schema.loose.decode(msgspec.json.encode(clean)), end_bytes
+    except (msgspec.ValidationError, msgspec.DecodeError, TypeError, OverflowError):
+        return None
 
 
 class _Reader:
     """Walks the traceEvents array window by window."""
 
     def __init__(self, buf: bytes | bytearray, start: int, window: int, transform: Transform | None = None,
-                 keep_args: bool = True) -> None:
+                 keep_args: bool = True, schema: Schema = GENERIC) -> None:
         self.buf = buf
-        self.keep_args = keep_args
+        self.schema = schema
+        self.keep_args = keep_args and schema.raw_args
         # A mutable buffer is decoded in place: the bytes just outside a window are set to '['
         # and ']' for the decode and restored after (no 4 MB copy per window).
         self.view = memoryview(buf) if isinstance(buf, bytearray) else None
@@ -247,12 +252,12 @@ class _Reader:
         """Decode buf[lo:hi] as the items of a list (closed: the list ends at hi)."""
         view = self.view
         if view is None or not closed or lo < 1 or hi >= len(self.buf):
-            return _decode_window(b"[" + self.buf[lo:hi] + (b"]" if closed else b""))
+            return self.schema.decode(b"[" + self.buf[lo:hi] + (b"]" if closed else b""))
         buf = self.buf
         before, after = buf[lo - 1], buf[hi]
         buf[lo - 1], buf[hi] = 0x5B, 0x5D
         try:
-            return _decode_window(view[lo - 1:hi + 1])
+            return self.schema.decode(view[lo - 1:hi + 1])
         finally:
             buf[lo - 1], buf[hi] = before, after
 
@@ -267,7 +272,7 @@ class _Reader:
             if tries > 64:
                 break
             try:
-                events = _decode_window(b"[" + buf[lo:end] + b"]")
+                events = self.schema.decode(b"[" + buf[lo:end] + b"]")
             except msgspec.DecodeError:
                 continue
             self._emit(events)
@@ -327,7 +332,7 @@ class _Reader:
                 if resumed is not None:
                     lo = resumed
                     continue
-                loose = _lenient(b"[" + buf[lo:hi] + (b"]" if split else b""))
+                loose = _lenient(b"[" + buf[lo:hi] + (b"]" if split else b""), self.schema)
                 if loose is not None:
                     self._emit(loose[0])
                     self.problems.append("non-standard JSON (control characters, bare N/A) read leniently")
@@ -378,13 +383,14 @@ def _meta_around(buf: bytes, open_bracket: int, close: int | None) -> tuple[dict
 
 
 def read(buf: bytes | bytearray, window: int = WINDOW_BYTES, transform: Transform | None = None,
-         keep_args: bool = True) -> Trace:
+         keep_args: bool = True, schema: Schema = GENERIC) -> Trace:
     """Decode a Chrome-trace document (object with traceEvents, or a bare event array).
 
     `transform(table, raws)` is applied to each window as soon as it is decoded (`raws`: the
     window's args slices). The returned metadata holds copies, so `buf` can be freed as soon as
     this returns. A bytearray is decoded without copying windows; it is left as it was given.
     Without `keep_args` the tables' `args` column is null (the transform still gets `raws`).
+    A reader's own `schema` may type the args fields it needs (decoded in the same pass).
     """
     i = 0
     n = len(buf)
@@ -395,7 +401,7 @@ def read(buf: bytes | bytearray, window: int = WINDOW_BYTES, transform: Transfor
     if i >= n:
         raise ValueError("empty document")
     if buf[i] == ord("["):
-        reader = _Reader(buf, i + 1, window, transform, keep_args)
+        reader = _Reader(buf, i + 1, window, transform, keep_args, schema)
         reader.run()
         trace = Trace(reader.parts, {}, reader.complete, reader.problems, bare_array=True)
         if reader.end is not None and buf[reader.end + 1:].strip() not in (b"",):
@@ -409,7 +415,7 @@ def read(buf: bytes | bytearray, window: int = WINDOW_BYTES, transform: Transfor
         if meta is None:
             raise ValueError("no traceEvents array found")
         return Trace([], _own(meta), True, ["no traceEvents key: an empty trace"])
-    reader = _Reader(buf, m.end(), window, transform, keep_args)
+    reader = _Reader(buf, m.end(), window, transform, keep_args, schema)
     reader.run()
     meta, problems = _meta_around(buf, m.end() - 1, reader.end)
     if reader.end is not None and problems and reader.complete:

@@ -28,46 +28,71 @@ SOURCE = "kineto"
 ARG_KINDS = tt.GPU_KINDS + tt.LAUNCH_KINDS + ("cuda_sync",)
 
 
-class LinkArgs(msgspec.Struct, gc=False):
-    """The args fields that link ops, runtime calls and device activity."""
+class Args(msgspec.Struct, gc=False):
+    """The args fields Kineto readers use, typed and decoded with the event (other keys are skipped
+    by the decoder and stay in the file: `chrome_trace.args_of`). Link fields tie ops, runtime calls
+    and device activity; memory fields are those of `[memory]` allocator events (2021 files have
+    only Device Type/Id and Bytes); `name` is a metadata event's thread or process name."""
 
     external_id: int | None = msgspec.field(default=None, name="External id")
     external_id_2021: int | None = msgspec.field(default=None, name="external id")
     correlation: int | None = None
     stream: int | None = None
     device: int | None = None
+    device_id: int | None = msgspec.field(default=None, name="Device Id")
+    bytes: int | None = msgspec.field(default=None, name="Bytes")
+    total_allocated: int | None = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: int | None = msgspec.field(default=None, name="Total Reserved")
+    name: Any = None
 
 
-class LinkArgsLoose(msgspec.Struct, gc=False):
+class ArgsLoose(msgspec.Struct, gc=False):
+    """The same fields with any JSON type (odd writers); coerced per column later."""
+
     external_id: Any = msgspec.field(default=None, name="External id")
     external_id_2021: Any = msgspec.field(default=None, name="external id")
     correlation: Any = None
     stream: Any = None
     device: Any = None
-
-
-class MemArgs(msgspec.Struct, gc=False):
-    """Args of a `[memory]` allocator event (2021 files have only Device Type/Id and Bytes)."""
-
-    device_type: int | None = msgspec.field(default=None, name="Device Type")
-    device_id: int | None = msgspec.field(default=None, name="Device Id")
-    bytes: int | None = msgspec.field(default=None, name="Bytes")
-    total_allocated: int | None = msgspec.field(default=None, name="Total Allocated")
-    total_reserved: int | None = msgspec.field(default=None, name="Total Reserved")
-
-
-class MemArgsLoose(msgspec.Struct, gc=False):
-    device_type: Any = msgspec.field(default=None, name="Device Type")
     device_id: Any = msgspec.field(default=None, name="Device Id")
     bytes: Any = msgspec.field(default=None, name="Bytes")
     total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
     total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
+    name: Any = None
 
+
+class Event(msgspec.Struct, gc=False):
+    """A Kineto event with its args typed (see `Args`)."""
+
+    ph: chrome_trace.Phase = ""
+    cat: str | None = None
+    name: str | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ts: float | None = None
+    dur: float | None = None
+    args: Args | None = None
+
+
+class EventLoose(msgspec.Struct, gc=False):
+    ph: Any = ""
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: ArgsLoose | None = None
+
+
+# Typing the few args fields in the decode pass costs about nothing; a second decode of raw args
+# slices (and copying them into a column) was a third of a big trace's load time.
+SCHEMA = chrome_trace.Schema(Event, EventLoose, raw_args=False)
 
 LINK_FIELDS = {"external_id": pa.int64(), "external_id_2021": pa.int64(), "correlation": pa.int64(),
                "stream": pa.int64(), "device": pa.int64()}
-MEM_FIELDS = {"device_type": pa.int64(), "device_id": pa.int64(), "bytes": pa.float64(),
-              "total_allocated": pa.float64(), "total_reserved": pa.float64()}
+MEM_FIELDS = {"device_id": pa.int64(), "bytes": pa.float64(), "total_allocated": pa.float64(),
+              "total_reserved": pa.float64()}
 MEM_SERIES = {"total_allocated": "memory_allocated_bytes", "total_reserved": "memory_reserved_bytes",
               "bytes": "memory_delta_bytes"}
 
@@ -103,8 +128,7 @@ class _Window:
         # slices of just those rows, then placed among the span rows.
         linked = spans & tt.flat_bools(tt.in_values(kind_all, ARG_KINDS))
         n = int(spans.sum())
-        link = {f: tt.scatter(v, linked[spans], n)
-                for f, v in tt.decode_args(raws, linked, LinkArgs, LinkArgsLoose, LINK_FIELDS).items()}
+        link = {f: tt.scatter(v, linked[spans], n) for f, v in tt.typed_fields(raws, linked, LINK_FIELDS).items()}
         sp = ev.filter(is_span)
         pid, tid = pid.filter(is_span), tid.filter(is_span)
         kind = kind_all.filter(is_span)
@@ -146,7 +170,7 @@ def _memory_rows(rows: pa.Table, pid, tid, raws: list, mask) -> pa.Table | None:
     """`[memory]` events -> allocated / reserved totals and the per-event delta, per device."""
     if rows.num_rows == 0:
         return None
-    f = tt.decode_args(raws, mask, MemArgs, MemArgsLoose, MEM_FIELDS)
+    f = tt.typed_fields(raws, mask, MEM_FIELDS)
     parts = []
     for field, name in MEM_SERIES.items():
         value = f[field]
@@ -199,14 +223,14 @@ def _result(tr: chrome_trace.Trace, rel: str, flows: int, truncated: bool, probl
 def parse_bytes(buf: bytes, rel: str) -> ParseResult:
     """Parse a Kineto trace held in memory (tests, tools)."""
     window = _Window()
-    return _result(chrome_trace.read(buf, transform=window, keep_args=False), rel, window.flows, False, [])
+    return _result(chrome_trace.read(buf, transform=window, schema=SCHEMA), rel, window.flows, False, [])
 
 
 def parse(src, sn: Sniffed) -> ParseResult:
     """Read the whole (decompressed) file, decode it window by window, build the tables."""
     buf = src.read_all_mutable()
     window = _Window()
-    tr = chrome_trace.read(buf, transform=window, keep_args=False)
+    tr = chrome_trace.read(buf, transform=window, schema=SCHEMA)
     # The document is no longer needed: free it before the tables are assembled.
     del buf
     return _result(tr, src.rel, window.flows, src.truncated, list(src.problems))

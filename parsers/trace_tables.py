@@ -151,7 +151,17 @@ def metadata_rows(ev: pa.Table, pid: pa.ChunkedArray, tid: pa.ChunkedArray, raws
     mask = in_values(ev["ph"], ["M"])
     args = list(compress(raws, flat_bools(mask).tobytes()))
     return pa.table({"pid": pid.filter(mask), "tid": tid.filter(mask), "name": ev["name"].filter(mask).cast(pa.string()),
-                     "args": pa.array([bytes(a) if len(a) else None for a in args], pa.large_binary())})
+                     "args": pa.array([raw_json(a) for a in args], pa.large_binary())})
+
+
+def raw_json(args) -> bytes | None:
+    """One event's args as JSON bytes: a raw slice as it was, a typed args struct re-encoded
+    (its known fields only), None when the event had none."""
+    if args is None:
+        return None
+    if isinstance(args, msgspec.Raw):
+        return bytes(args) if len(args) else None
+    return msgspec.json.encode(args)
 
 
 def thread_names(meta_rows: list[pa.Table]) -> pl.DataFrame:
@@ -197,24 +207,23 @@ def thread_column(pid: pa.ChunkedArray, tid: pa.ChunkedArray, tid_text: pa.Chunk
 
 # ----------------------------------------------------------------------------- args
 
-def decode_args(raws: list, mask: np.ndarray | None, struct: type, loose: type,
-                fields: dict[str, pa.DataType]) -> dict[str, pa.Array]:
-    """Typed fields of the args of the rows in `mask` (all rows when None), one Arrow array per
-    field holding just those rows, in order.
+def typed_fields(args: list, mask: np.ndarray | None, fields: dict[str, pa.DataType]) -> dict[str, pa.Array]:
+    """Fields of the typed args structs of the rows in `mask` (all rows when None), one Arrow
+    array per field holding just those rows, in order (an event without args gives nulls)."""
+    chosen = args if mask is None else list(compress(args, mask.tobytes()))
+    if None in chosen:
+        chosen = [_NO_ARGS if a is None else a for a in chosen]
+    return {f: _coerce(list(map(attrgetter(f), chosen)), t) for f, t in fields.items()}
 
-    `raws` is a window's list of raw args slices: the selected ones are joined into one JSON
-    list and decoded in a single call (no Arrow take, no per-row decode)."""
-    chosen = raws if mask is None else list(compress(raws, mask.tobytes()))
-    if not chosen:
-        return {f: pa.array([], type=t) for f, t in fields.items()}
-    # An event without args has an empty slice: decode it as an empty object.
-    text = b"[" + b",".join(r if len(r) else b"{}" for r in chosen) + b"]" if not all(map(len, chosen)) \
-        else b"[" + b",".join(chosen) + b"]"
-    try:
-        items = msgspec.json.decode(text, type=list[struct])
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        items = msgspec.json.decode(text, type=list[loose])
-    return {f: _coerce(list(map(attrgetter(f), items)), t) for f, t in fields.items()}
+
+class _NoArgs:
+    """Stands for a missing args object: every field reads None."""
+
+    def __getattr__(self, name: str) -> None:
+        return None
+
+
+_NO_ARGS = _NoArgs()
 
 
 def flat_bools(mask: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -379,7 +388,8 @@ def counter_rows(ev: pa.Table, pid: pa.ChunkedArray, tid: pa.ChunkedArray, raws:
     for i, (line, name, ts, raw) in enumerate(zip(rows["idx"].to_pylist(), rows["name"].to_pylist(),
                                                   rows["ts"].to_pylist(), chosen, strict=True)):
         try:
-            args = msgspec.json.decode(raw) if len(raw) else {}
+            text = raw_json(raw)
+            args = msgspec.json.decode(text) if text else {}
         except msgspec.DecodeError:
             continue
         if not isinstance(args, dict):
