@@ -25,6 +25,10 @@ MAX_LINE_CHARS = 64 * 1024
 # Lines that open a multi-line block; a block that starts near a chunk's end is moved to the next chunk.
 BLOCK_START = r"Traceback \(most recent call last\)|ChildFailedError|Exception raised from|NVIDIA-SMI \d|Root Cause(?: \(first observed failure\))?:"
 BLOCK_LOOKAHEAD = 4000
+# Per-line launcher prefixes that `\r` segments after the first inherit: torchrun `--tee` / `[rankN]:`,
+# Open MPI / horovod `[1,3]<stderr>:`, Ray `(RayTrainWorker pid=1193, ip=10.244.4.193) ` (parsers/prefixes.py).
+CARRY_PREFIX = r"^(?:\[(?:default|rank)\d+\]: ?|(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4})?\[\d+(?:,[^\]]*)?\]<std(?:out|err)>:|\((?:[\w.:-]+ )*(?:rank=\d+ )?pid=\d+(?:, ip=[^)\s]+)?\) )"
+CARRY_MARKS = (b"]:", b"]<std", b"pid=")
 
 
 @dataclass
@@ -83,9 +87,19 @@ def _frame(block: bytes, first_line: int, stats: ReadStats) -> tuple[pl.DataFram
         df = df.with_columns(pl.col("text").str.replace_all(ANSI_RE, ""))
     if b"\r" in block:
         # CRLF endings first, then tqdm-style redraws: every `\r` starts a new segment of the same line.
-        df = df.with_columns(pl.col("text").str.strip_suffix("\r").str.split("\r"))
+        df = df.with_columns(pl.col("text").str.strip_suffix("\r"))
+        # A launcher writes its rank prefix once per physical line; each segment gets a copy (only
+        # looked for when the chunk holds a byte sequence such a prefix has).
+        carry = any(m in block for m in CARRY_MARKS)
+        if carry:
+            df = df.with_columns(pl.col("text").str.extract(CARRY_PREFIX, 0).alias("_pre"))
+        df = df.with_columns(pl.col("text").str.split("\r"))
         df = df.with_columns(pl.int_ranges(0, pl.col("text").list.len(), dtype=pl.Int32).alias("seg")).explode("text", "seg")
         df = df.filter((pl.col("text").str.len_bytes() > 0) | (pl.col("seg") == 0))
+        if carry:
+            pre = pl.col("_pre")
+            add = (pl.col("seg") > 0) & pre.is_not_null() & ~pl.col("text").str.starts_with(pre.fill_null(""))
+            df = df.with_columns(pl.when(add).then(pre + pl.col("text")).otherwise(pl.col("text")).alias("text"))
     else:
         df = df.with_columns(pl.lit(0, pl.Int32).alias("seg"))
     long = df.get_column("text").str.len_bytes() > MAX_LINE_CHARS

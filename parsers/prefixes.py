@@ -2,7 +2,8 @@
 
 Formats follow reference/formats.md §0.1 and §2.5 (DeepSpeed, torch logging old and
 glog-style, c10 C++ logging old and new, torchtitan, fairseq, HF example scripts,
-mmengine, Python logging defaults, torchrun `--tee` and excepthook rank prefixes).
+mmengine, Python logging defaults, torchrun `--tee` and excepthook rank prefixes), and the
+launchers' own prefixes in front of them (Open MPI / horovod tags, Ray worker tags, pdsh hosts).
 Timestamps without a zone are taken as UTC; glog-style `MMDD` stamps get their year
 from the caller (the file's modification time).
 """
@@ -17,6 +18,27 @@ _LVL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
 # Leading rank prefixes: `[rank3]:`, `[rank3]: `, `[default3]:`, `[Rank 3] `, `[RANK:3] `; may repeat.
 # Pasted logs may put a line counter (`[80746] [rank0]:`, LlamaFactory#7396) or indentation before them.
 RANK_PREFIX = r"^(?:\s+|\[\d+\] )?\[(?:rank|default|Rank |RANK:|RANK )(\d+)\]:?\s?"
+# Launcher prefixes, outside every other prefix (the launcher relays each child's lines):
+# Open MPI `--tag-output` `[1,3]<stderr>:` (job, rank), SageMaker's `[1,mpirank:3,algo-1]<stdout>:`,
+# horovodrun `[3]<stdout>:` (rank only), either after an optional ctime stamp (`--timestamp-output`).
+MPI_PREFIX = r"^(?P<mpi_ts>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4})?\[(?:(?P<solo>\d+)|\d+,(?:mpirank:)?(?P<rank>\d+)(?:,[^\]]*)?)\]<std(?:out|err)>:"
+# Ray's relayed worker lines: `(pid=3959, ip=172.31.41.219) `, `(RayTrainWorker pid=1193, ip=10.244.4.193) `,
+# `(TrainTrainable pid=47169) `, vLLM's `(VllmWorker rank=3 pid=4665) ` (the only form naming a rank), `(raylet) `.
+RAY_PREFIX = r"^\((?:(?:[\w.:-]+ )*(?:rank=(\d+) )?pid=\d+(?:, ip=[^)\s]+)?|raylet(?:, ip=[^)\s]+)?)\) ?"
+# pdsh (DeepSpeed's multi-node launcher) puts `host: ` before each remote line. A word before `: ` is
+# taken for a host where it has a host's shape (an IPv4 address; a name with a hyphen and a digit:
+# `worker-1`, `algo-1`, `ip-172-31-36-1`; exception names never have a hyphen) or where a log-record
+# or rank prefix follows it on some line of the frame (`node01: [2024-...`).
+PDSH_HOST = r"^([A-Za-z0-9_.-]+): "
+HOST_SHAPE = r"^(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w.]*-[\w.-]*\d[\w.-]*)$"
+PDSH_PREFIX = rf"{PDSH_HOST}(?:\[\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}|\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}|\[(?:rank|default|Rank |RANK:)\d|\[[VIWEFC]\d{{3,4}} \d{{2}}:|\[[VIWEFC] \S+:\d+\] |[VIWEFC]\d{{4}} \d{{2}}:\d{{2}}:\d{{2}}\.\d{{6}} )"
+# Ray's log deduplication suffix (Ray >= 2.3): the line stood for several identical lines.
+RAY_REPEATED = r" \[repeated \d+x across cluster\]$"
+
+# DeepSpeed `log_dist`'s `[Rank 4] ` (`[Rank -1]` before dist init: no rank) and axolotl's `[RANK:4] `
+# at the end of the record prefix's bracket run (the lazy run stops at the first such marker).
+DS_RANK_PREFIX = rf"^\[\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d{{1,9}})?\]\s*\[{_LVL}\]\s*(?:\[[^\]]*\]\s*)*?\[(?:Rank |RANK:)(?:-1|(\d+))\]\s?"
+
 # Rank markers inside a message: ProcessGroupNCCL's `[PG 0 Rank 3]`, `[PG ID 0 PG GUID 0(default_pg) Rank 3]`.
 INNER_RANK = r"\[PG (?:ID )?\d+ (?:PG GUID \S+ )?Rank (\d+)\]|^\[Rank (\d+)\]"
 
@@ -162,6 +184,47 @@ def _stamps(msg: pl.Series, year: int) -> pl.Series:
     return ts
 
 
+def _peel_launchers(msg: pl.Series) -> tuple[pl.Series, pl.Series | None, pl.Series | None]:
+    """Remove MPI/horovod, Ray and pdsh prefixes; also returns the rank and the ctime stamp they name, if any.
+
+    MPI and Ray forms are looked for only when a cheap literal test says a row may hold them;
+    pdsh's only on the rows that start with `word: `.
+    """
+    rank: pl.Series | None = None
+    stamp: pl.Series | None = None
+    if msg.str.contains("]<std", literal=True).any():
+        groups = msg.str.extract_groups(MPI_PREFIX)
+        hit = groups.struct.field("solo").is_not_null() | groups.struct.field("rank").is_not_null()
+        if hit.any():
+            rank = pl.select(pl.coalesce(groups.struct.field("rank"), groups.struct.field("solo"))).to_series()
+            rank = rank.cast(pl.Int32, strict=False)
+            raw = groups.struct.field("mpi_ts")
+            if raw.is_not_null().any():
+                # ctime: `Thu Jan 23 11:55:50 2025`, the day padded with a space (`Thu Jan  2 ...`).
+                stamp = raw.str.replace("  ", " 0", literal=True).str.to_datetime(
+                    "%a %b %d %H:%M:%S %Y", strict=False, time_unit="us").dt.replace_time_zone("UTC")
+            msg = msg.str.replace(MPI_PREFIX, "")
+    if msg.str.starts_with("(").any():
+        found = msg.str.extract(RAY_PREFIX, 1).cast(pl.Int32, strict=False)
+        if found.is_not_null().any():
+            rank = found if rank is None else pl.select(pl.coalesce(rank, found)).to_series()
+        msg = msg.str.replace(RAY_PREFIX, "")
+        if msg.str.contains("across cluster]", literal=True).any():
+            msg = msg.str.replace(RAY_REPEATED, "")
+    word = msg.str.extract(PDSH_HOST, 1)
+    if word.is_not_null().any():
+        # Only the rows that start with `word: ` are looked at further.
+        pos = word.is_not_null().arg_true()
+        sub, words = msg.gather(pos), word.gather(pos)
+        hosts = sub.str.extract(PDSH_PREFIX, 1).drop_nulls().unique()
+        # Every line of a host loses the prefix, not only those with a record prefix after it.
+        is_host = words.str.contains(HOST_SHAPE) | words.is_in(hosts.implode())
+        if is_host.any():
+            at = pos.filter(is_host)
+            msg = msg.clone().scatter(at, sub.filter(is_host).str.slice(words.filter(is_host).str.len_chars() + 2))
+    return msg, rank, stamp
+
+
 def split_prefixes(df: pl.DataFrame, year: int) -> pl.DataFrame:
     """Add `rank`, `ts` and `msg` (the text without its prefixes) to a frame with `text`.
 
@@ -170,17 +233,32 @@ def split_prefixes(df: pl.DataFrame, year: int) -> pl.DataFrame:
     """
     msg = df.get_column("text")
     ranks: list[pl.Series] = []
+    # Launchers relay each child's lines with their own prefix in front of everything else.
+    msg, launcher_rank, launcher_ts = _peel_launchers(msg)
     # Rank prefixes may stack (`[default0]:[rank0]: `), so peel twice.
     msg, more = _peel_rank(msg, ranks)
     if more:
         msg, _ = _peel_rank(msg, ranks)
     ts = _stamps(msg, year)
-    msg = msg.str.replace(ANY_LOG_PREFIX, "")
+    if launcher_ts is not None:
+        ts = pl.select(pl.coalesce(ts, launcher_ts)).to_series().alias("ts")
+    stripped = msg.str.replace(ANY_LOG_PREFIX, "")
+    if msg.str.contains("] [R", literal=True).any():
+        # DeepSpeed `log_dist` / axolotl put `[Rank 4]` / `[RANK:4]` after the record prefix's bracket
+        # run, which would swallow it: those rows are cut right after the rank marker instead.
+        ds = msg.str.extract(DS_RANK_PREFIX, 1)
+        in_run = msg.str.contains(DS_RANK_PREFIX)
+        if in_run.any():
+            ranks.append(ds.cast(pl.Int32, strict=False))
+            stripped = msg.str.replace(DS_RANK_PREFIX, "").zip_with(in_run, stripped)
+    msg = stripped
     # After the record prefix: another rank prefix, or ProcessGroupNCCL's rank marker.
     pg = msg.str.extract(_PG_RANK, 1).cast(pl.Int32, strict=False) if msg.str.contains("[PG ", literal=True).any() else None
     msg, _ = _peel_rank(msg, ranks)
     if pg is not None:
         ranks.append(pg)
+    if launcher_rank is not None:
+        ranks.append(launcher_rank)
     if ranks:
         rank = pl.select(pl.coalesce(ranks)).to_series() if len(ranks) > 1 else ranks[0]
     else:

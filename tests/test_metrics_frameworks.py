@@ -3,8 +3,6 @@ MetricLogger loops (§1.15), mmengine, and tqdm/Lightning bars (§1.4, §1.16)."
 
 from __future__ import annotations
 
-import pytest
-
 from tests.metrics_util import NAN, full, rows
 
 
@@ -251,8 +249,6 @@ def test_interleaved_ranks_in_one_file_are_kept_apart(tmp_path):
         (1, 2, "loss", 2.4, "tqdm_postfix")]
 
 
-@pytest.mark.xfail(reason="lines.py/prefixes.py: a `[defaultN]:` prefix is only on a line's first `\\r` segment, "
-                          "later segments get no rank (reported)", strict=False)
 def test_tee_prefix_rank_reaches_carriage_return_segments(tmp_path):
     text = "[default1]:\r  5%|5         | 1/20 [00:00<00:01, 10.00it/s, loss=3.1]\n"
     assert [r[1] for r in full(tmp_path, text)] == [1]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 
-import pytest
-
 from tests.metrics_util import NAN, full, rows
 
 MEGATRON_HEAD = (
@@ -177,6 +175,10 @@ def test_apex_fairseq_colossal_scaler_messages(tmp_path):
         (1234, "skipped_steps", 1.0)]
 
 
-@pytest.mark.xfail(reason="prefixes.py: the DeepSpeed record prefix's bracket run swallows `[Rank 0]` (reported)", strict=False)
 def test_deepspeed_log_dist_rank(tmp_path):
+    # `[Rank 0]` ends the record prefix's bracket run: it names the rank, it is not swallowed.
     assert {r[1] for r in full(tmp_path, DS_STEP)} == {0}
+    # A non-zero rank (log_dist(..., ranks=[-1]) prints on every rank) and `[Rank -1]` before dist init.
+    text = DS_STEP.replace("[Rank 0]", "[Rank 4]") + DS_STEP.replace("[Rank 0]", "[Rank -1]")
+    assert [(r[0], r[1], r[3]) for r in full(tmp_path / "b", text)] == [
+        (1, 4, "skipped_steps_total"), (1, 4, "lr"), (2, None, "skipped_steps_total"), (2, None, "lr")]

@@ -25,25 +25,34 @@ def reference(df: pl.DataFrame, year: int) -> pl.DataFrame:
             pl.col("msg").str.replace(P.RANK_PREFIX, ""),
         )
     parts = [P._ts_expr(pl.col("msg").str.extract(p, 1), kind, year) for _, p, kind in P.LOG_PREFIXES if kind]
-    out = out.with_columns(pl.coalesce(parts).alias("_iso")).with_columns(
-        P.parse_iso(pl.col("_iso")).alias("ts"), pl.col("msg").str.replace(P.ANY_LOG_PREFIX, "")
+    # DeepSpeed/axolotl `[Rank N]` ending the record prefix's bracket run: cut after it, keep N.
+    in_run = pl.col("msg").str.contains(P.DS_RANK_PREFIX)
+    out = out.with_columns(
+        pl.coalesce(parts).alias("_iso"), pl.col("msg").str.extract(P.DS_RANK_PREFIX, 1).cast(pl.Int32).alias("_ds")
+    ).with_columns(
+        P.parse_iso(pl.col("_iso")).alias("ts"),
+        pl.when(in_run).then(pl.col("msg").str.replace(P.DS_RANK_PREFIX, "")).otherwise(pl.col("msg").str.replace(P.ANY_LOG_PREFIX, "")),
     ).drop("_iso")
     out = out.with_columns(
         pl.coalesce(
             pl.col("rank"),
+            pl.col("_ds"),
             pl.col("msg").str.extract(P.RANK_PREFIX, 1).cast(pl.Int32, strict=False),
             pl.col("msg").str.extract(P.INNER_RANK, 1).cast(pl.Int32, strict=False),
             pl.col("msg").str.extract(P.INNER_RANK, 2).cast(pl.Int32, strict=False),
         ).alias("rank"),
         pl.col("msg").str.replace(P.RANK_PREFIX, ""),
     )
-    return out.select(*df.columns, "msg", "rank", "ts")
+    return out.drop("_ds").select(*df.columns, "msg", "rank", "ts")
 
 
 RANKS = ["", "[rank3]:", "[rank3]: ", "[default5]:", "[Rank 12] ", "[RANK:7] ", "[default0]:[rank0]: ", "[rank99999999999]:"]
 RECORDS = [
     "",
     "[2023-04-28 06:51:29,903] [INFO] [loss_scaler.py:188:update_scale] ",
+    # axolotl verbose: `[PID:n]` then `[RANK:n]` only for a non-zero LOCAL_RANK (formats.md §0.1 [SRC]).
+    "[2025-03-01 10:00:00,123] [INFO] [axolotl.train.train:50] [PID:3153] [RANK:1] ",
+    "[2025-03-01 10:00:00,123] [INFO] [logging.py:128:log_dist] [Rank -1] ",
     "[2024-04-10 16:02:56,193] torch.distributed.elastic.multiprocessing.api: [WARNING] ",
     "W0801 13:23:17.366000 32974 torch/distributed/elastic/multiprocessing/api.py:900] ",
     "[E ProcessGroupNCCL.cpp:563] ",
@@ -99,8 +108,8 @@ def test_split_prefixes_values():
     assert [(r["rank"], r["msg"]) for r in out] == [
         (1, "[PG ID 0 PG GUID 0(default_pg) Rank 1] Exception"),
         (0, "step:  4  loss:  7.62585"),
-        # DeepSpeed's bracket list swallows `[Rank 0]` as part of its record prefix.
-        (None, "step=510, skipped=8"),
+        # DeepSpeed `log_dist`: `[Rank 0]` ends the record prefix's bracket run.
+        (0, "step=510, skipped=8"),
         (7, "[PG 0 Rank 7] Timeout"),
         (None, "0530"),
     ]

@@ -1,0 +1,183 @@
+"""Launcher prefixes (Open MPI / horovod tags, Ray worker tags, pdsh host names) and DeepSpeed's `[Rank N]`.
+
+Every line is copied verbatim from a public issue thread (cited per case) or from the code index.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import polars as pl
+
+from parsers.prefixes import split_prefixes
+from tests.helpers import frame, ingest_text
+
+UTC = dt.timezone.utc
+
+
+def split(*lines: str) -> list[tuple]:
+    """(rank, ts, msg) of each line after prefix splitting."""
+    out = split_prefixes(pl.DataFrame({"text": list(lines)}), 2024)
+    return [(r["rank"], r["ts"], r["msg"]) for r in out.iter_rows(named=True)]
+
+
+def events(tmp_path, *lines: str) -> list[tuple]:
+    """(line, end_line, rank, code, message) of each event of a log made of these lines."""
+    run = ingest_text(tmp_path, "\n".join(lines) + "\n")
+    return frame(run, "events").sort("line", "code").select("line", "end_line", "rank", "code", "message").rows()
+
+
+# --- Open MPI `--tag-output` / horovodrun --------------------------------------------------------------
+
+# ChenRocks/UNITER#31 (horovod under mpirun --tag-output): `[job,rank]<stream>:` then the child's own text.
+UNITER_31 = [
+    '[1,1]<stderr>:  File "/opt/conda/lib/python3.6/site-packages/horovod/torch/mpi_ops.py", line 200, in allreduce_',
+    "[1,1]<stderr>:    return synchronize(handle)",
+    '[1,1]<stderr>:  File "/opt/conda/lib/python3.6/site-packages/horovod/torch/mpi_ops.py", line 436, in synchronize',
+    "[1,1]<stderr>:    mpi_lib.horovod_torch_wait_and_clear(handle)",
+    "[1,1]<stderr>:RuntimeError: Horovod has been shut down. This was caused by an exception on one of the ranks or an "
+    "attempt to allreduce, allgather or broadcast a tensor after one of the ranks finished execution. If the shutdown was "
+    "caused by an exception, you should see the exception in the log before the first shutdown message.",
+]
+
+
+def test_open_mpi_tag_gives_the_rank_and_is_peeled():
+    got = split(UNITER_31[1], UNITER_31[4])
+    assert [(r, m[:40]) for r, _, m in got] == [
+        (1, "    return synchronize(handle)"), (1, "RuntimeError: Horovod has been shut down")]
+
+
+def test_open_mpi_tagged_traceback_is_one_block_of_that_rank(tmp_path):
+    lines = ["[1,1]<stderr>:Traceback (most recent call last):", *UNITER_31]
+    assert events(tmp_path, *lines) == [(1, 6, 1, "python_traceback", UNITER_31[4].removeprefix("[1,1]<stderr>:"))]
+
+
+def test_sagemaker_mpirank_tag():
+    # huggingface/accelerate SageMaker MPI log (code index): `[1,mpirank:N,host]<stream>:`.
+    assert split(
+        "[1,mpirank:3,algo-1]<stderr>:INFO:root:Reducer buckets have been rebuilt in this iteration.",
+        "[1,mpirank:0,algo-1]<stdout>:algo-1:79:1300 [0] NCCL INFO Launch mode Parallel",
+    ) == [(3, None, "Reducer buckets have been rebuilt in this iteration."),
+          (0, None, "algo-1:79:1300 [0] NCCL INFO Launch mode Parallel")]
+
+
+def test_horovodrun_rank_tag_with_ctime_stamp():
+    # horovod/horovod#2097: horovodrun tags `[rank]<stream>:` after a ctime stamp; the stamp is the line's time
+    # unless the child's own record prefix has one.
+    line = ("Fri Sep 25 16:52:36 2020[1]<stderr>:2020-09-25 16:52:36.512268: I tensorflow/stream_executor/platform/"
+            "default/dso_loader.cc:44] Successfully opened dynamic library libcudnn")
+    ((rank, ts, msg),) = split(line)
+    assert (rank, ts) == (1, dt.datetime(2020, 9, 25, 16, 52, 36, tzinfo=UTC))
+    assert msg.startswith("2020-09-25 16:52:36.512268: I tensorflow/")
+
+
+# --- Ray -------------------------------------------------------------------------------------------------------
+
+
+def test_ray_worker_prefix_is_peeled_and_the_record_prefix_after_it_read(tmp_path):
+    # ray-project/ray#16979: `(pid=N) ` then Ray's own logger format; the rank is not in the prefix.
+    got = split(
+        "(pid=34272) 2021-07-14 13:21:26,887\tINFO distributed_torch_runner.py:58 -- Setting up process group for: "
+        "tcp://10.148.18.24:47078 [rank=3]",
+        "(pid=34275) NCCL DEBUG SET",
+    )
+    assert got[0][:2] == (None, dt.datetime(2021, 7, 14, 13, 21, 26, 887000, tzinfo=UTC))
+    assert got[1] == (None, None, "NCCL DEBUG SET")
+
+
+def test_ray_named_actor_prefixes():
+    # (RayTrainWorker pid=17770) + DeepSpeed record: ray-project/ray Train issue log (code index);
+    # (TrainTrainable pid=47169): Ray Train log (code index); (VllmWorker rank=3 pid=4665): vLLM's own form.
+    got = split(
+        "(RayTrainWorker pid=17770) [2025-10-15 15:51:07,627] [INFO] [real_accelerator.py:158:get_accelerator] "
+        "Setting ds_accelerator to cuda (auto detect)",
+        "(RayTrainWorker pid=1193, ip=10.244.4.193) Setting up process group for: env:// [rank=0, world_size=2]",
+        "(TrainTrainable pid=47169) /home/ray/anaconda3/lib/python3.9/site-packages/transformers/utils/generic.py:441: "
+        "UserWarning: torch.utils._pytree._register_pytree_node is deprecated.",
+        "(ParaWorker pid=129375) Gpt<T>::load() - /llama-2-13b-hf/decoder.embed_tokens.weight.pt not found [repeated 5x across cluster]",
+    )
+    assert got[0] == (None, dt.datetime(2025, 10, 15, 15, 51, 7, 627000, tzinfo=UTC), "Setting ds_accelerator to cuda (auto detect)")
+    assert [m for _, _, m in got[1:]] == [
+        "Setting up process group for: env:// [rank=0, world_size=2]",
+        "/home/ray/anaconda3/lib/python3.9/site-packages/transformers/utils/generic.py:441: UserWarning: "
+        "torch.utils._pytree._register_pytree_node is deprecated.",
+        # Ray's log deduplication suffix is not part of the message.
+        "Gpt<T>::load() - /llama-2-13b-hf/decoder.embed_tokens.weight.pt not found",
+    ]
+
+
+def test_ray_prefixed_oom_is_recognised(tmp_path):
+    # ray-project/ray#5755 (fairseq under Ray): the OOM signature reads the message after the worker tag.
+    line = ("(pid=3959, ip=172.31.41.219) | WARNING: ran out of memory with exception: CUDA out of memory. Tried to "
+            "allocate 1.50 GiB (GPU 0; 15.75 GiB total capacity; 11.71 GiB already allocated; 584.94 MiB free; 2.38 GiB cached);")
+    run = ingest_text(tmp_path, line + "\n")
+    ev = frame(run, "events").filter(pl.col("code") == "cuda_oom").row(0, named=True)
+    assert ev["message"].startswith("| WARNING: ran out of memory")
+    assert json.loads(ev["fields"])["requested"] == "1.50 GiB"
+
+
+# --- pdsh (DeepSpeed multi-node launcher) ----------------------------------------------------------------------
+
+
+def test_pdsh_host_before_a_record_prefix():
+    # DeepSpeed pdsh launcher output (code index: a DeepSpeed operator's docs, verbatim log).
+    got = split(
+        "worker-1: [2022-09-08 12:02:16,518] [INFO] [launch.py:142:main] nnodes=2, num_local_procs=1, node_rank=1",
+        "node01: [2024-01-08 16:13:55,768] [INFO] [real_accelerator.py:161:get_accelerator] Setting ds_accelerator to cuda (auto detect)",
+        "node01: RuntimeError: CUDA error: an illegal memory access was encountered",
+    )
+    assert got == [
+        (None, dt.datetime(2022, 9, 8, 12, 2, 16, 518000, tzinfo=UTC), "nnodes=2, num_local_procs=1, node_rank=1"),
+        (None, dt.datetime(2024, 1, 8, 16, 13, 55, 768000, tzinfo=UTC), "Setting ds_accelerator to cuda (auto detect)"),
+        # A host recognised on one line loses its prefix on every line of the frame.
+        (None, None, "RuntimeError: CUDA error: an illegal memory access was encountered"),
+    ]
+
+
+def test_pdsh_ip_host_prefix(tmp_path):
+    # deepspeedai/DeepSpeed#769 (tests/recordings/issues): IP-address hosts, no record prefix on the failing node.
+    assert split("10.141.250.231: Traceback (most recent call last):")[0][2] == "Traceback (most recent call last):"
+
+
+def test_near_misses_keep_their_words():
+    # Exception names, module paths and `key: [list]` lines are not hosts; `(pid 12)` is no Ray tag.
+    lines = [
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+        "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory",
+        "lr: [0.001, 0.001]",
+        "(pid 1234) worker exited",
+        "[1, 2]<stdout> is not a tag",
+    ]
+    assert [m for _, _, m in split(*lines)] == lines
+
+
+# --- DeepSpeed `log_dist` `[Rank N]` ----------------------------------------------------------------------------
+
+
+def test_deepspeed_log_dist_rank_ends_the_record_prefix():
+    # transformers#14531 (`[Rank 0]`); the same call on every rank prints its own rank.
+    got = split(
+        "[2021-11-26 03:07:16,494] [INFO] [logging.py:69:log_dist] [Rank 0] step=2000, skipped=1995, lr=[0.001, 0.001], mom=[0.0, 0.0]",
+        "[2021-11-26 03:07:16,494] [INFO] [logging.py:69:log_dist] [Rank 4] step=2000, skipped=1995, lr=[0.001, 0.001], mom=[0.0, 0.0]",
+        # `[Rank -1]`: torch.distributed not initialised yet (formats.md §1.3 [SRC]).
+        "[2021-11-26 03:07:16,494] [INFO] [logging.py:69:log_dist] [Rank -1] step=2000, skipped=1995, lr=[0.001, 0.001], mom=[0.0, 0.0]",
+    )
+    assert [(r, m) for r, _, m in got] == [
+        (0, "step=2000, skipped=1995, lr=[0.001, 0.001], mom=[0.0, 0.0]"),
+        (4, "step=2000, skipped=1995, lr=[0.001, 0.001], mom=[0.0, 0.0]"),
+        (None, "step=2000, skipped=1995, lr=[0.001, 0.001], mom=[0.0, 0.0]"),
+    ]
+
+
+# --- `\r` segments inherit the physical line's launcher prefix --------------------------------------------------
+
+
+def test_carriage_return_segments_inherit_the_rank_prefix(tmp_path):
+    # tqdm redraws (`\r`) after a torchrun `--tee` / Open MPI tag: the launcher wrote its prefix once per line.
+    bar = "Train Epoch     #1:  25%|##4       | {n}/26691 [22:30<1:08:06,  4.92it/s, loss=6.78, accuracy=0.271]"  # horovod#492
+    text = (f"[default1]:\r{bar.format(n=6567)}\r{bar.format(n=6568)}\n"
+            f"[1,2]<stderr>:\r{bar.format(n=6569)}\r[1,2]<stderr>:{bar.format(n=6570)}\n")
+    run = ingest_text(tmp_path, text)
+    m = frame(run, "metrics").filter(pl.col("name") == "loss").sort("line")
+    assert m.select("line", "rank").rows() == [(1, 1), (1, 1), (2, 2), (2, 2)]
