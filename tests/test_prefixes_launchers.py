@@ -181,3 +181,13 @@ def test_carriage_return_segments_inherit_the_rank_prefix(tmp_path):
     run = ingest_text(tmp_path, text)
     m = frame(run, "metrics").filter(pl.col("name") == "loss").sort("line")
     assert m.select("line", "rank").rows() == [(1, 1), (1, 1), (2, 2), (2, 2)]
+
+
+def test_ray_raylet_line_with_its_cpp_stamp(tmp_path):
+    # WM-PO/WMPO#3: `(raylet) ` then Ray's spdlog stamp (level, pid, thread); the OOM-kill summary is host memory.
+    line = ("(raylet) [2025-12-07 09:57:19,206 E 393463 393463] (raylet) node_manager.cc:3277: 2 Workers (tasks / actors) "
+            "killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at ")
+    ((rank, ts, msg),) = split(line)
+    assert (rank, ts) == (None, dt.datetime(2025, 12, 7, 9, 57, 19, 206000, tzinfo=UTC))
+    assert msg.startswith("(raylet) node_manager.cc:3277: 2 Workers")
+    assert [e[3] for e in events(tmp_path, line)] == ["host_oom_killed"]
