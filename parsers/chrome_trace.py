@@ -35,8 +35,9 @@ Phase = Literal["B", "E", "X", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P",
                 "c", "(", ")", ""]
 
 
-class Event(msgspec.Struct, gc=False):
-    """The fields of a trace event we keep; unknown keys are skipped by the decoder."""
+class EventBase(msgspec.Struct, gc=False):
+    """The fields of a trace event we keep; unknown keys are skipped by the decoder. Readers add
+    `args` (a raw slice here, typed fields in a reader's own subclass)."""
 
     ph: Phase = ""
     cat: str | None = None
@@ -45,10 +46,15 @@ class Event(msgspec.Struct, gc=False):
     tid: int | str | None = None
     ts: float | None = None
     dur: float | None = None
+
+
+class Event(EventBase, gc=False):
+    """A trace event with its args kept as a raw JSON slice."""
+
     args: msgspec.Raw = _EMPTY
 
 
-class LooseEvent(msgspec.Struct, gc=False):
+class LooseEventBase(msgspec.Struct, gc=False):
     """Same fields with any JSON type: the fallback for writers that break the usual types."""
 
     ph: Any = ""
@@ -58,6 +64,9 @@ class LooseEvent(msgspec.Struct, gc=False):
     tid: Any = None
     ts: Any = None
     dur: Any = None
+
+
+class LooseEvent(LooseEventBase, gc=False):
     args: msgspec.Raw = _EMPTY
 
 

@@ -61,27 +61,13 @@ class ArgsLoose(msgspec.Struct, gc=False):
     name: Any = None
 
 
-class Event(msgspec.Struct, gc=False):
+class Event(chrome_trace.EventBase, gc=False):
     """A Kineto event with its args typed (see `Args`)."""
 
-    ph: chrome_trace.Phase = ""
-    cat: str | None = None
-    name: str | None = None
-    pid: int | str | None = None
-    tid: int | str | None = None
-    ts: float | None = None
-    dur: float | None = None
     args: Args | None = None
 
 
-class EventLoose(msgspec.Struct, gc=False):
-    ph: Any = ""
-    cat: Any = None
-    name: Any = None
-    pid: Any = None
-    tid: Any = None
-    ts: Any = None
-    dur: Any = None
+class EventLoose(chrome_trace.LooseEventBase, gc=False):
     args: ArgsLoose | None = None
 
 
