@@ -1,9 +1,10 @@
 """Chrome trace-event JSON (Kineto, VizTracer, any tool) decoded straight into Arrow columns.
 
 Speed and memory (traces reach gigabytes): the `traceEvents` array is cut into windows of
-a few MB at event boundaries and each window is decoded by msgspec into typed structs that
-declare only the fields we keep (`args` stays a zero-copy `msgspec.Raw`), then turned into
-Arrow columns before the next window is decoded. Peak memory is the file bytes plus the
+a few MB at event boundaries and each window is decoded by msgspec, in place, into typed structs
+that declare only the fields we keep (`args` stays a zero-copy `msgspec.Raw`, or a reader's
+`Schema` types just the args fields it uses), then turned into Arrow columns before the next
+window is decoded. Peak memory is the file bytes plus the
 columns plus one window of Python objects. A window that does not decode is the end of
 the array (trailing data), a split inside a nested value (retried further on), a tolerated
 quirk of old writers (control characters, bare `N/A`: decoded leniently), or damage
@@ -18,7 +19,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import msgspec
 import numpy as np
@@ -30,7 +31,7 @@ _EMPTY = msgspec.Raw(b"")
 
 
 # Every phase of the Chrome trace-event format: decoding to a Literal reuses one string object
-# per phase instead of allocating one per event (an unknown phase falls back to LooseEvent).
+# per phase instead of allocating one per event (an unknown phase falls back to the loose twin).
 Phase = Literal["B", "E", "X", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "N", "O", "D", "M", "V", "v", "R",
                 "c", "(", ")", ""]
 
@@ -54,20 +55,23 @@ class Event(EventBase, gc=False):
     args: msgspec.Raw = _EMPTY
 
 
-class LooseEventBase(msgspec.Struct, gc=False):
-    """Same fields with any JSON type: the fallback for writers that break the usual types."""
-
-    ph: Any = ""
-    cat: Any = None
-    name: Any = None
-    pid: Any = None
-    tid: Any = None
-    ts: Any = None
-    dur: Any = None
-
-
-class LooseEvent(LooseEventBase, gc=False):
-    args: msgspec.Raw = _EMPTY
+def loose_twin(struct: type) -> type:
+    """The same struct with every field accepting any JSON type (the fallback for writers that
+    break the usual types; columns are coerced later). Raw slices stay raw and nested structs
+    get their own loose twin, so a reader declares its fields once."""
+    fields = []
+    for f in msgspec.structs.fields(struct):
+        nested = [t for t in get_args(f.type) if isinstance(t, type) and issubclass(t, msgspec.Struct)]
+        if f.type is msgspec.Raw:
+            typ: Any = msgspec.Raw
+        elif nested:
+            typ = loose_twin(nested[0]) | None
+        else:
+            typ = Any
+        default = msgspec.field(default=f.default, name=f.encode_name) if f.default is not msgspec.NODEFAULT \
+            else msgspec.field(default_factory=f.default_factory, name=f.encode_name)
+        fields.append((f.name, typ, default))
+    return msgspec.defstruct(f"{struct.__name__}Loose", fields, gc=False, module=struct.__module__)
 
 
 class Schema:
@@ -75,9 +79,9 @@ class Schema:
     `args` stays a raw slice (else the struct types the args fields the reader needs, decoded in
     the same pass, and the table's `args` column is null)."""
 
-    def __init__(self, event: type, loose: type, raw_args: bool) -> None:
+    def __init__(self, event: type, raw_args: bool) -> None:
         self.strict = msgspec.json.Decoder(list[event])
-        self.loose = msgspec.json.Decoder(list[loose])
+        self.loose = msgspec.json.Decoder(list[loose_twin(event)])
         self.raw_args = raw_args
 
     def decode(self, window) -> list:
@@ -88,7 +92,7 @@ class Schema:
             return self.loose.decode(window)
 
 
-GENERIC = Schema(Event, LooseEvent, raw_args=True)
+GENERIC = Schema(Event, raw_args=True)
 _META = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 # Where one event ends and the next begins (also matches inside strings or nested values;

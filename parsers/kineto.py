@@ -46,34 +46,15 @@ class Args(msgspec.Struct, gc=False):
     name: Any = None
 
 
-class ArgsLoose(msgspec.Struct, gc=False):
-    """The same fields with any JSON type (odd writers); coerced per column later."""
-
-    external_id: Any = msgspec.field(default=None, name="External id")
-    external_id_2021: Any = msgspec.field(default=None, name="external id")
-    correlation: Any = None
-    stream: Any = None
-    device: Any = None
-    device_id: Any = msgspec.field(default=None, name="Device Id")
-    bytes: Any = msgspec.field(default=None, name="Bytes")
-    total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
-    total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
-    name: Any = None
-
-
 class Event(chrome_trace.EventBase, gc=False):
     """A Kineto event with its args typed (see `Args`)."""
 
     args: Args | None = None
 
 
-class EventLoose(chrome_trace.LooseEventBase, gc=False):
-    args: ArgsLoose | None = None
-
-
 # Typing the few args fields in the decode pass costs about nothing; a second decode of raw args
 # slices (and copying them into a column) was a third of a big trace's load time.
-SCHEMA = chrome_trace.Schema(Event, EventLoose, raw_args=False)
+SCHEMA = chrome_trace.Schema(Event, raw_args=False)
 
 LINK_FIELDS = {"external_id": pa.int64(), "external_id_2021": pa.int64(), "correlation": pa.int64(),
                "stream": pa.int64(), "device": pa.int64()}

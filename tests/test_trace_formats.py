@@ -181,3 +181,25 @@ def test_kineto_leaves_args_in_the_file_and_args_of_fetches_them(corpus, tmp_pat
     assert sorted(got) == kernels  # an index past the end is simply absent
     for line in kernels:
         assert json.loads(got[line]) == doc["traceEvents"][line]["args"]
+
+
+def test_kineto_args_of_an_odd_type_go_through_the_loose_twin_and_are_coerced():
+    from parsers import kineto
+
+    # A writer that quoted its ids: the typed decode refuses the window, the loose twin reads it.
+    doc = {"schemaVersion": 1, "traceEvents": [
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 10, "dur": 5,
+         "args": {"correlation": "12", "External id": 3}},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20, "dur": 4,
+         "args": {"correlation": 12, "stream": "7", "device": 0}},
+        {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 2, "ts": 21,
+         "args": {"Device Id": 0, "Bytes": "512", "Total Allocated": 1024, "Total Reserved": 2048}},
+    ]}
+    result = kineto.parse_bytes(json.dumps(doc).encode(), "rank0.json")
+    spans = pl.from_arrow(result.tables["spans"]).sort("line")
+    assert spans["correlation"].to_list() == [12, 12]
+    assert spans["external_id"].to_list() == [3, None]
+    assert spans["stream"].to_list() == [None, 7]
+    counters = pl.from_arrow(result.tables["counters"])
+    assert dict(zip(counters["name"], counters["value"], strict=True)) == {
+        "memory_allocated_bytes": 1024.0, "memory_reserved_bytes": 2048.0, "memory_delta_bytes": 512.0}
