@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import polars as pl
 
 from parsers.metric_grammars import GRAMMARS
@@ -110,20 +111,31 @@ def extract(cand: pl.DataFrame, state: dict) -> pl.DataFrame:
     for grammar in GRAMMARS:
         if remaining.height == 0:
             break
-        sub = _needle_filter(remaining, grammar.needles)
-        if sub.height == 0:
+        claimed = _claims(remaining.get_column("msg"), grammar)
+        if claimed is None:
             continue
-        sub = sub.filter(sub.get_column("msg").str.contains(_MATCH[grammar.name]))
-        if sub.height == 0:
-            continue
-        remaining = remaining.join(sub.select("_i"), on="_i", how="anti", maintain_order="left")
-        parts.append(grammar.extract(sub, state))
+        # Masks rather than joins on `_i`: the claimed lines leave `remaining` by one filter.
+        parts.append(grammar.extract(remaining.filter(claimed), state))
+        remaining = remaining.filter(~claimed)
     parts = [p for p in parts if p.height]
     if not parts:
         return pl.DataFrame(schema=SCHEMA)
     rows = pl.concat(parts)
-    meta = df.select("_i", "line", "seg", "rank", "ts")
-    return rows.join(meta, on="_i", how="left", maintain_order="left").select(list(SCHEMA)).cast(SCHEMA)
+    # `_i` is the row number in `df`: its line, segment, rank and stamp are gathered, not joined.
+    meta = df.select("line", "seg", "rank", "ts").gather(rows.get_column("_i"))
+    return pl.concat([meta, rows.select("step", "name", "value", "source")], how="horizontal").select(list(SCHEMA)).cast(SCHEMA)
+
+
+def _claims(msg: pl.Series, grammar) -> pl.Series | None:
+    """Which lines `grammar` claims (its needles, then its match regex on those only); None when none."""
+    near = msg.str.contains_any(list(grammar.needles), ascii_case_insensitive=True)
+    if not near.any():
+        return None
+    pos = near.arg_true()
+    hit = msg.gather(pos).str.contains(_MATCH[grammar.name])
+    if not hit.any():
+        return None
+    return pl.Series(np.zeros(msg.len(), dtype=bool)).scatter(pos.filter(hit), True)
 
 
 def finalize(metrics: pl.DataFrame) -> pl.DataFrame:

@@ -247,11 +247,14 @@ def split_prefixes(df: pl.DataFrame, year: int) -> pl.DataFrame:
     if msg.str.contains("] [R", literal=True).any():
         # DeepSpeed `log_dist` / axolotl put `[Rank 4]` / `[RANK:4]` after the record prefix's bracket
         # run, which would swallow it: those rows are cut right after the rank marker instead.
-        ds = msg.str.extract(DS_RANK_PREFIX, 1)
         in_run = msg.str.contains(DS_RANK_PREFIX)
         if in_run.any():
-            ranks.append(ds.cast(pl.Int32, strict=False))
-            stripped = msg.str.replace(DS_RANK_PREFIX, "").zip_with(in_run, stripped)
+            # Captured and cut on the matching rows only (the capture is the costly part).
+            pos = in_run.arg_true()
+            sub = msg.gather(pos)
+            none = pl.Series([None] * msg.len(), dtype=pl.Int32)
+            ranks.append(none.scatter(pos, sub.str.extract(DS_RANK_PREFIX, 1).cast(pl.Int32, strict=False)))
+            stripped = stripped.clone().scatter(pos, sub.str.replace(DS_RANK_PREFIX, ""))
     msg = stripped
     # After the record prefix: another rank prefix, or ProcessGroupNCCL's rank marker.
     pg = msg.str.extract(_PG_RANK, 1).cast(pl.Int32, strict=False) if msg.str.contains("[PG ", literal=True).any() else None
