@@ -76,11 +76,17 @@ def _split_bars(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
 def _bars_needed(bars: pl.DataFrame, df: pl.DataFrame) -> pl.DataFrame:
     """The bar segments worth parsing: those with a postfix (`=`), and the ones steps.py may use as an
     HF dict's step: the last before the dict on its line, the first of each of the two lines after,
-    the last of each of the two lines above (a long run redraws its bar far more often than it logs)."""
+    the last of each of the two lines above (a long run redraws its bar far more often than it logs),
+    and every bar of the chunk's first and last lines (the dict they serve may be in the next chunk)."""
     has_post = bars.get_column("msg").str.contains("=", literal=True)
+    # A dict on the chunk's last lines takes its step from bars at the start of the next chunk, and a
+    # dict on the first lines from bars at the end of the previous one: bars of the two lines at
+    # either edge are always kept, so a chunk boundary never changes a step.
+    lo, hi = df.get_column("line").min(), df.get_column("line").max()
+    edge = bars.get_column("line").is_between(lo, lo + 2) | bars.get_column("line").is_between(hi - 2, hi)
     dicts = df.filter(pl.col("msg").str.contains("{'", literal=True)).select("line", pl.col("seg").alias("_ds"))
     if dicts.height == 0:
-        return bars.filter(has_post)
+        return bars.filter(has_post | edge)
     b = bars.select("_i", "line", "seg")
     per_line = b.group_by("line").agg(pl.col("seg").min().alias("_first"), pl.col("seg").max().alias("_last"))
     lines = dicts.get_column("line")
@@ -92,7 +98,7 @@ def _bars_needed(bars: pl.DataFrame, df: pl.DataFrame) -> pl.DataFrame:
     )
     keys = pl.concat([after, above, before]).unique()
     context = b.join(keys, on=["line", "seg"], how="semi", maintain_order="left").get_column("_i")
-    return bars.filter(has_post | pl.col("_i").is_in(context.implode()))
+    return bars.filter(has_post | edge | pl.col("_i").is_in(context.implode()))
 
 
 def extract(cand: pl.DataFrame, state: dict) -> pl.DataFrame:

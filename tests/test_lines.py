@@ -142,9 +142,6 @@ def _bar(n: int, total: int = 100) -> str:
     return f" {n:3d}%|█         | {n}/{total} [00:{n:02d}<01:00,  1.00it/s]"
 
 
-@pytest.mark.xfail(reason="metric_lines keeps `_bar` rows only for HF dicts of the same chunk, so the bar state on the "
-                          "line after a dict is lost when a chunk ends at the dict: its step then comes from the bar before it",
-                   strict=False)
 def test_hf_dict_steps_do_not_depend_on_chunk_boundaries(tmp_path, monkeypatch):
     # tqdm redraws then tqdm.write of the log dict on one physical line; the next line goes on with the bar (§1.1, §1.16).
     lines = []
@@ -154,8 +151,10 @@ def test_hf_dict_steps_do_not_depend_on_chunk_boundaries(tmp_path, monkeypatch):
     text = "\n".join(lines) + "\n"
     big = frame(ingest_text(tmp_path / "a", text), "metrics")
     assert big.filter(pl.col("name") == "loss").head(2).select("line", "step", "value").rows() == [(1, 11, 1.99), (2, 16, 1.98)]
-    monkeypatch.setattr(L, "CHUNK_BYTES", 301)
-    assert_frame_equal(frame(ingest_text(tmp_path / "b", text), "metrics"), big)
+    # Chunk sizes that end chunks on a dict's line, just after it and in the middle of a bar run.
+    for size in (301, 420, 555, 777, 1024):
+        monkeypatch.setattr(L, "CHUNK_BYTES", size)
+        assert_frame_equal(frame(ingest_text(tmp_path / f"b{size}", text), "metrics"), big)
 
 
 def test_many_files_same_tables_in_one_run(tmp_path):
