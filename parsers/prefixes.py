@@ -3,7 +3,8 @@
 Formats follow reference/formats.md §0.1 and §2.5 (DeepSpeed, torch logging old and
 glog-style, c10 C++ logging old and new, torchtitan, fairseq, HF example scripts,
 mmengine, Python logging defaults, torchrun `--tee` and excepthook rank prefixes), and the
-launchers' own prefixes in front of them (Open MPI / horovod tags, Ray worker tags, pdsh hosts).
+launchers' own prefixes in front of them (Open MPI / horovod tags, Ray worker tags, pdsh hosts,
+Slurm `srun --label` task ids), and the `> ` of a log pasted inside a Markdown quote.
 Timestamps without a zone are taken as UTC; glog-style `MMDD` stamps get their year
 from the caller (the file's modification time).
 """
@@ -32,6 +33,12 @@ RAY_PREFIX = r"^\((?:(?:[\w.:-]+ )*(?:rank=(\d+) )?pid=\d+(?:, ip=[^)\s]+)?|rayl
 PDSH_HOST = r"^([A-Za-z0-9_.-]+): "
 HOST_SHAPE = r"^(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w.]*-[\w.-]*\d[\w.-]*)$"
 PDSH_PREFIX = rf"{PDSH_HOST}(?:\[\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}|\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}|\[(?:rank|default|Rank |RANK:)\d|\[[VIWEFC]\d{{3,4}} \d{{2}}:|\[[VIWEFC] \S+:\d+\] |[VIWEFC]\d{{4}} \d{{2}}:\d{{2}}:\d{{2}}\.\d{{6}} )"
+# Slurm `srun --label`: the task id, right-aligned to the width of the largest (`3: `, ` 3: `, `12: `).
+# The task is a rank only when srun starts one task per GPU (with torchrun per node it is the node),
+# so it is cut and not taken for the rank.
+SRUN_LABEL = r"^ *\d{1,5}: "
+# A log pasted inside a Markdown quote in an issue thread: `> ` before every line.
+QUOTE_MARK = r"^> ?"
 # Ray's log deduplication suffix (Ray >= 2.3): the line stood for several identical lines.
 RAY_REPEATED = r" \[repeated \d+x across cluster\]$"
 
@@ -49,6 +56,8 @@ LOG_PREFIXES: list[tuple[str, str, str]] = [
     ("glog", r"^[VIWEFC](?P<ts>\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6}) +\d+ [^\]\s]+:\d+\] ", "md"),
     ("c10_new", r"^\[[VIWEFC](?P<ts>\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6,9}) [^\]\s]+:\d+\] ", "md"),
     ("c10_old", r"^\[[VIWEFC] [^\]\s]+:\d+\] ", ""),
+    # NeMo's logger: `[NeMo W 2023-08-17 22:53:03 optimizers:67] ` (the module may be `<frozen importlib`).
+    ("nemo", r"^\[NeMo [DIWECF] (?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) [^\]]*:\d+\] ?", "ymd"),
     ("titan", rf"^\[titan\] (?P<ts>\d{{4}}-\d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}},\d{{3}}) - \S+ - {_LVL} - ", "ymd"),
     ("fairseq", rf"^(?P<ts>\d{{4}}-\d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}) \| {_LVL} \| [\w.]+ \| ", "ymd"),
     ("hf_example", rf"^(?P<ts>\d{{2}}/\d{{2}}/\d{{4}} \d{{2}}:\d{{2}}:\d{{2}}) - {_LVL} - \S+ -\s+", "mdy"),
@@ -118,6 +127,7 @@ _TS_NARROW = {
     "bracket_iso": r"^\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)(?: [A-Z] \d+ \d+)?\]",
     "glog": r"^[VIWEFC](\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6}) ",
     "c10_new": r"^\[[VIWEFC](\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6,9}) ",
+    "nemo": r"^\[NeMo [DIWECF] (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) ",
     "titan": r"^\[titan\] (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) ",
     "fairseq": r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) ",
     "hf_example": r"^(\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2}) ",
@@ -142,6 +152,7 @@ _FIRST_CHARS = {
     "bracket_iso": "[",
     "glog": "VIWEFC",
     "c10_new": "[",
+    "nemo": "[",
     "titan": "[",
     "fairseq": "0123456789",
     "hf_example": "0123456789",
@@ -185,6 +196,30 @@ def _stamps(msg: pl.Series, year: int) -> pl.Series:
     return ts
 
 
+def _peel_paste_and_labels(msg: pl.Series) -> pl.Series:
+    """Remove Markdown quote marks and srun task labels, when most lines of the frame carry them.
+
+    Both are told from a line's own text (`> `, `12: `) only by how many lines share them: a quote
+    mark on most lines is a pasted quote; `N: ` on most lines with each N on several lines is
+    srun's labelling (a hand-printed `120: loss 2.31` has a new number on every line).
+    """
+    n = msg.len()
+    if n == 0:
+        return msg
+    quoted = msg.str.starts_with(">")
+    if quoted.sum() * 5 >= n * 3:
+        msg = msg.str.replace(QUOTE_MARK, "")
+    first = msg.str.slice(0, 1)
+    if first.is_in(list(" 0123456789")).sum() * 2 < n:
+        return msg
+    labels = msg.str.extract(r"^ *(\d{1,5}): ", 1)
+    labelled = labels.is_not_null().sum()
+    distinct = labels.drop_nulls().n_unique()
+    if labelled * 2 >= n and labelled >= 2 and labelled >= 2 * distinct:
+        msg = msg.str.replace(SRUN_LABEL, "")
+    return msg
+
+
 def _peel_launchers(msg: pl.Series) -> tuple[pl.Series, pl.Series | None, pl.Series | None]:
     """Remove MPI/horovod, Ray and pdsh prefixes; also returns the rank and the ctime stamp they name, if any.
 
@@ -193,6 +228,7 @@ def _peel_launchers(msg: pl.Series) -> tuple[pl.Series, pl.Series | None, pl.Ser
     """
     rank: pl.Series | None = None
     stamp: pl.Series | None = None
+    msg = _peel_paste_and_labels(msg)
     if msg.str.contains("]<std", literal=True).any():
         groups = msg.str.extract_groups(MPI_PREFIX)
         hit = groups.struct.field("solo").is_not_null() | groups.struct.field("rank").is_not_null()

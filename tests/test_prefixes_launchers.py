@@ -191,3 +191,89 @@ def test_ray_raylet_line_with_its_cpp_stamp(tmp_path):
     assert (rank, ts) == (None, dt.datetime(2025, 12, 7, 9, 57, 19, 206000, tzinfo=UTC))
     assert msg.startswith("(raylet) node_manager.cc:3277: 2 Workers")
     assert [e[3] for e in events(tmp_path, line)] == ["host_oom_killed"]
+
+
+# --- Slurm `srun --label`, Markdown-quoted pastes, NeMo's logger ---------------------------------------
+
+# NVIDIA-NeMo/NeMo#5819 (NeMo Megatron under `srun --label`): the task id before every line. Here task 0
+# holds global ranks 1-3: under torchrun-per-node a task is a node, so the label is not taken for a rank.
+NEMO_5819 = [
+    "0: [NeMo E 2023-01-18 07:39:42 exp_manager:423] You are running multi-node training without SLURM handling the "
+    "processes. Please note that this is not tested in NeMo and could result in errors.",
+    "0: Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/8",
+    "0: Initializing distributed: GLOBAL_RANK: 3, MEMBER: 4/8",
+    "0: Initializing distributed: GLOBAL_RANK: 2, MEMBER: 3/8",
+    "1: Initializing distributed: GLOBAL_RANK: 2, MEMBER: 3/8",
+    "1: Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/8",
+    "1: Initializing distributed: GLOBAL_RANK: 3, MEMBER: 4/8",
+]
+
+
+def test_srun_labels_are_cut_and_the_nemo_record_prefix_read():
+    got = split(*NEMO_5819)
+    assert got[0] == (None, dt.datetime(2023, 1, 18, 7, 39, 42, tzinfo=UTC),
+                      "You are running multi-node training without SLURM handling the processes. Please note that this "
+                      "is not tested in NeMo and could result in errors.")
+    assert [m for _, _, m in got[1:3]] == ["Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/8",
+                                           "Initializing distributed: GLOBAL_RANK: 3, MEMBER: 4/8"]
+    assert {r for r, _, _ in got} == {None}
+
+
+def test_nemo_record_prefixes_of_other_eras():
+    # NeMo W lines from NVIDIA/NeMo threads (code index): module names with `<frozen importlib`, a two-space body.
+    assert split(
+        "[NeMo W 2026-02-12 13:00:31 <frozen importlib:241] Megatron num_microbatches_calculator not found, using Apex version.",
+        "[NeMo I 2024-11-28 09:58:12 megatron_parallel:524]  > number of parameters on (tensor, pipeline) model parallel rank (0, 0): 26313472",
+    ) == [
+        (None, dt.datetime(2026, 2, 12, 13, 0, 31, tzinfo=UTC), "Megatron num_microbatches_calculator not found, using Apex version."),
+        (None, dt.datetime(2024, 11, 28, 9, 58, 12, tzinfo=UTC),
+         " > number of parameters on (tensor, pipeline) model parallel rank (0, 0): 26313472"),
+    ]
+
+
+def test_hand_printed_step_numbers_are_not_srun_labels(tmp_path):
+    # `print(f"{step}: loss {loss}")`: a new number on every line is a step, not a task id.
+    lines = ["100: loss 2.3100", "200: loss 2.2000", "300: loss 2.1000", "400: loss 2.0500"]
+    assert [m for _, _, m in split(*lines)] == lines
+
+
+def test_srun_labelled_tracebacks_are_one_block_per_task(tmp_path):
+    # Two tasks failing alike, each line behind its `N: ` label (NeMo#5819's layout, torch's message).
+    lines = []
+    for task in (0, 1):
+        lines += [f"{task}: Traceback (most recent call last):", f'{task}:   File "/ws/train.py", line 10, in <module>',
+                  f"{task}:     main()", f"{task}: RuntimeError: CUDA error: an illegal memory access was encountered"]
+    msg = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert events(tmp_path, *lines) == [
+        (1, 4, None, "python_traceback", msg), (4, 4, None, "illegal_memory_access", msg),
+        (5, 8, None, "python_traceback", msg), (8, 8, None, "illegal_memory_access", msg),
+    ]
+
+
+# modelscope/ms-swift#6107: the log pasted inside a Markdown quote, `> ` before every line.
+SWIFT_6107 = [
+    "> iv-ydin754tmoxjd1twgixh:1458554:1478071 [6] NCCL INFO Channel 23/0 : 0[6] -> 1[7] via P2P/CUMEM/read",
+    "> iv-ydin754tmoxjd1twgixh:1458549:1478046 [1] NCCL INFO Connected all rings, use ring PXN 0 GDR 1",
+    "> iv-ydin754tmoxjd1twgixh:1458551:1480515 [3] NCCL INFO Assigned NET plugin IB to comm",
+]
+
+
+def test_markdown_quote_marks_are_cut():
+    assert [m for _, _, m in split(*SWIFT_6107)] == [s.removeprefix("> ") for s in SWIFT_6107]
+
+
+def test_quoted_metric_lines_read_as_their_own_format(tmp_path):
+    # A torchtitan line (formats.md §1.8) anchors at `step:`: behind a quote mark it is still torchtitan's.
+    text = "\n".join([*SWIFT_6107, "> step:  2  loss: 11.0000  memory:  1.00GiB(1.00%)  tps: 1,000  mfu: 1.00%"]) + "\n"
+    m = frame(ingest_text(tmp_path, text), "metrics")
+    assert m.select("line", "step", "name", "value", "source").rows() == [
+        (4, 2, "loss", 11.0, "torchtitan"), (4, 2, "mem_max_reserved_mib", 1024.0, "torchtitan"),
+        (4, 2, "mem_max_reserved_pct", 1.0, "torchtitan"), (4, 2, "tokens_per_s", 1000.0, "torchtitan"),
+        (4, 2, "mfu", 1.0, "torchtitan"),
+    ]
+
+
+def test_a_few_quoted_lines_in_a_log_keep_their_marks():
+    # Fewer than three lines in five starting with `>`: not a pasted quote, nothing is cut.
+    lines = ["> note", "step 1 loss 2.0", "step 2 loss 1.9", "step 3 loss 1.8"]
+    assert [m for _, _, m in split(*lines)] == lines
