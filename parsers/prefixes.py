@@ -3,7 +3,7 @@
 Formats follow reference/formats.md §0.1 and §2.5 (DeepSpeed, torch logging old and
 glog-style, c10 C++ logging old and new, torchtitan, fairseq, HF example scripts,
 mmengine, Python logging defaults, torchrun `--tee` and excepthook rank prefixes), and the
-launchers' own prefixes in front of them (Open MPI / horovod tags, Ray worker tags, pdsh hosts,
+launchers' own prefixes in front of them (Open MPI / horovod tags, Ray and SkyPilot tags, pdsh hosts,
 Slurm `srun --label` task ids), and the `> ` of a log pasted inside a Markdown quote.
 Timestamps without a zone are taken as UTC; glog-style `MMDD` stamps get their year
 from the caller (the file's modification time).
@@ -26,6 +26,10 @@ MPI_PREFIX = r"^(?P<mpi_ts>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}
 # Ray's relayed worker lines: `(pid=3959, ip=172.31.41.219) `, `(RayTrainWorker pid=1193, ip=10.244.4.193) `,
 # `(TrainTrainable pid=47169) `, vLLM's `(VllmWorker rank=3 pid=4665) ` (the only form naming a rank), `(raylet) `.
 RAY_PREFIX = r"^\((?:(?:[\w.:-]+ )*(?:rank=(\d+) )?pid=\d+(?:, ip=[^)\s]+)?|raylet(?:, ip=[^)\s]+)?)\) ?"
+# SkyPilot's per-node tags: `(head, rank=0, pid=18260) `, `(worker1, rank=1, pid=2769, ip=10.100.10.12) `,
+# `(worker1, rank=1, ip=10.0.0.2, pid=4321) `, `(setup pid=1234) `, `(task-name, pid=1234) `. Its `rank` is the
+# node's index (SKYPILOT_NODE_RANK), not a process rank, so it is cut and not kept.
+SKY_PREFIX = r"^\((?:head|worker\d+|[\w.-]+)(?:, | )(?:rank=\d+, )?(?:ip=[^)\s,]+, )?pid=\d+(?:, ip=[^)\s]+)?\) ?"
 # pdsh (DeepSpeed's multi-node launcher) puts `host: ` before each remote line. A word before `: ` is
 # taken for a host where it has a host's shape (an IPv4 address; a name with a hyphen and a digit:
 # `worker-1`, `algo-1`, `ip-172-31-36-1`; exception names never have a hyphen) or where a log-record
@@ -221,7 +225,7 @@ def _peel_paste_and_labels(msg: pl.Series) -> pl.Series:
 
 
 def _peel_launchers(msg: pl.Series) -> tuple[pl.Series, pl.Series | None, pl.Series | None]:
-    """Remove MPI/horovod, Ray and pdsh prefixes; also returns the rank and the ctime stamp they name, if any.
+    """Remove Ray/SkyPilot, MPI/horovod and pdsh prefixes; also returns the rank and the ctime stamp they name, if any.
 
     MPI and Ray forms are looked for only when a cheap literal test says a row may hold them;
     pdsh's only on the rows that start with `word: `.
@@ -229,25 +233,29 @@ def _peel_launchers(msg: pl.Series) -> tuple[pl.Series, pl.Series | None, pl.Ser
     rank: pl.Series | None = None
     stamp: pl.Series | None = None
     msg = _peel_paste_and_labels(msg)
+    # Ray and SkyPilot relay other launchers' output (mpirun on a SkyPilot head): their tags are outermost.
+    if msg.str.starts_with("(").any():
+        found = msg.str.extract(RAY_PREFIX, 1).cast(pl.Int32, strict=False)
+        if found.is_not_null().any():
+            rank = found
+        msg = msg.str.replace(RAY_PREFIX, "")
+        if msg.str.contains(", pid=", literal=True).any() or msg.str.contains(", rank=", literal=True).any():
+            msg = msg.str.replace(SKY_PREFIX, "")
+        if msg.str.contains("across cluster]", literal=True).any():
+            msg = msg.str.replace(RAY_REPEATED, "")
     if msg.str.contains("]<std", literal=True).any():
         groups = msg.str.extract_groups(MPI_PREFIX)
         hit = groups.struct.field("solo").is_not_null() | groups.struct.field("rank").is_not_null()
         if hit.any():
-            rank = pl.select(pl.coalesce(groups.struct.field("rank"), groups.struct.field("solo"))).to_series()
-            rank = rank.cast(pl.Int32, strict=False)
+            mpi_rank = pl.select(pl.coalesce(groups.struct.field("rank"), groups.struct.field("solo"))).to_series()
+            mpi_rank = mpi_rank.cast(pl.Int32, strict=False)
+            rank = mpi_rank if rank is None else pl.select(pl.coalesce(mpi_rank, rank)).to_series()
             raw = groups.struct.field("mpi_ts")
             if raw.is_not_null().any():
                 # ctime: `Thu Jan 23 11:55:50 2025`, the day padded with a space (`Thu Jan  2 ...`).
                 stamp = raw.str.replace("  ", " 0", literal=True).str.to_datetime(
                     "%a %b %d %H:%M:%S %Y", strict=False, time_unit="us").dt.replace_time_zone("UTC")
             msg = msg.str.replace(MPI_PREFIX, "")
-    if msg.str.starts_with("(").any():
-        found = msg.str.extract(RAY_PREFIX, 1).cast(pl.Int32, strict=False)
-        if found.is_not_null().any():
-            rank = found if rank is None else pl.select(pl.coalesce(rank, found)).to_series()
-        msg = msg.str.replace(RAY_PREFIX, "")
-        if msg.str.contains("across cluster]", literal=True).any():
-            msg = msg.str.replace(RAY_REPEATED, "")
     word = msg.str.extract(PDSH_HOST, 1)
     if word.is_not_null().any():
         # Only the rows that start with `word: ` are looked at further.

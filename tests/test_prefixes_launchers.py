@@ -277,3 +277,18 @@ def test_a_few_quoted_lines_in_a_log_keep_their_marks():
     # Fewer than three lines in five starting with `>`: not a pasted quote, nothing is cut.
     lines = ["> note", "step 1 loss 2.0", "step 2 loss 1.9", "step 3 loss 1.8"]
     assert [m for _, _, m in split(*lines)] == lines
+
+
+def test_skypilot_node_tags_are_cut_without_taking_the_node_for_a_rank():
+    # skypilot-org/skypilot examples (code index): head and worker tags, the Go launcher's `ip=` before `pid=`.
+    assert split(
+        "(head, rank=0, pid=3808) All nodes: 10.100.9.12:8,10.100.10.12:8",
+        "(worker1, rank=1, pid=2769, ip=10.100.10.12) Worker nodes",
+        "(worker2, rank=2, ip=10.146.0.25, pid=13680) [rank9]: RuntimeError: NCCL error",
+        "(head, rank=0, pid=3808) [1,0]<stdout>:# nThread 1 nGpus 1 minBytes 1024 maxBytes 8589934592",
+    ) == [
+        (None, None, "All nodes: 10.100.9.12:8,10.100.10.12:8"),
+        (None, None, "Worker nodes"),
+        (9, None, "RuntimeError: NCCL error"),
+        (0, None, "# nThread 1 nGpus 1 minBytes 1024 maxBytes 8589934592"),  # mpirun's tag inside SkyPilot's
+    ]
