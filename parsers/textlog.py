@@ -124,6 +124,10 @@ class _Output:
             if cut is not None:
                 self.back = context.filter(upto & (pl.col("line") > cut - FINALIZE_CONTEXT_LINES))
             new = ready.filter(pl.col("step").is_not_null()).select("line", "rank", "step")
+            # One anchor per line and rank is enough (the last, as carry_steps keeps): a metric line
+            # gives a dozen rows, and the rows come in line order.
+            last_of_run = pl.col("line").ne_missing(pl.col("line").shift(-1)) | pl.col("rank").ne_missing(pl.col("rank").shift(-1))
+            new = new.filter(last_of_run)
             if new.height:
                 anchors = new if anchors is None else pl.concat([anchors, new], how="vertical_relaxed")
                 self.anchors = anchors.sort("line", maintain_order=True).group_by(
