@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from parsers.metric_grammars.common import Grammar, canonical_of, num, shape, split_pairs
+from parsers.metric_grammars.common import Grammar, canonical_of, empty_rows, num, shape, split_pairs
 
 # A dict repr that is a Trainer log: it starts with a known first key or holds the `epoch` key HF adds.
 MATCH = r"\{'(?:loss|eval_[\w/.-]*|train_runtime|learning_rate|grad_norm)': |\{'[^{}]*'epoch': [^{}]*\}"
@@ -32,3 +32,19 @@ def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
 
 
 GRAMMAR = Grammar("hf_dict", ("{'",), MATCH, extract)
+
+# `trainer.log_metrics` blocks of the example scripts, printed after a run or an evaluation:
+#     ***** train metrics *****
+#       train_loss               =     0.7228
+#       train_runtime            = 0:36:58.55
+# They repeat the end-of-training / eval dicts already read above (and `train_loss` is the run's average,
+# not a step's loss), so their lines are claimed and give no row: the generic reader must not read
+# `train_loss = 0.7228` as a training step's loss.
+METRICS_BLOCK = r"^  (?:(?:train|eval|predict|test)_[\w/.-]*|perplexity|epoch)\s+= +\S+\s*$"
+
+
+def _no_rows(df: pl.DataFrame, state: dict) -> pl.DataFrame:
+    return empty_rows()
+
+
+METRICS_BLOCK_GRAMMAR = Grammar("hf_metrics_block", ("_loss", "perplexity"), METRICS_BLOCK, _no_rows)
