@@ -180,3 +180,72 @@ def test_deit_log_txt_train_lr_is_lr(tmp_path):
         (None, "lr", 9.999999999999953e-07), (None, "loss", 6.91375186203195), (None, "test_loss", 6.880830226053718),
         (None, "test_acc1", 0.2800000106811523), (None, "test_acc5", 1.2460000416564943), (None, "epoch", 0.0),
         (None, "n_parameters", 11590840.0)]
+
+
+def test_yolo_table_rows_named_by_their_header(tmp_path):
+    # https://github.com/ultralytics/ultralytics/issues/21765 (the first row comes before any header: not read;
+    # the validation table rows are not training metrics)
+    text = (
+        "       8/55      9.03G     0.1321      8.032      3.308         22        640: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 954/954 [11:41<00:00,  1.36it/s]\n"
+        "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 66/66 [00:36<00:00,  1.79it/s]\n"
+        "                   all       1049       1164          0          0          0          0\n"
+        "\n"
+        "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+        "       9/55      9.02G     0.1295      7.585      3.256         16        640: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 954/954 [11:32<00:00,  1.38it/s]\n"
+        "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 66/66 [00:37<00:00,  1.74it/s]\n"
+        "                   all       1049       1164      0.764      0.776      0.739      0.526\n"
+        "\n"
+        "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+        "      10/55      9.02G     0.1271      7.321      3.224         12        640: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 954/954 [11:25<00:00,  1.39it/s]\n"
+    )
+    mem = 9.02e9 / 2**20
+    assert full(tmp_path, text) == [
+        (6, None, 9 * 954, "mem_reserved_mib", mem, "yolo"), (6, None, 9 * 954, "box_loss", 0.1295, "yolo"),
+        (6, None, 9 * 954, "cls_loss", 7.585, "yolo"), (6, None, 9 * 954, "dfl_loss", 3.256, "yolo"),
+        (11, None, 10 * 954, "mem_reserved_mib", mem, "yolo"), (11, None, 10 * 954, "box_loss", 0.1271, "yolo"),
+        (11, None, 10 * 954, "cls_loss", 7.321, "yolo"), (11, None, 10 * 954, "dfl_loss", 3.224, "yolo")]
+
+
+def test_yolo_header_carries_across_chunks_and_near_misses(tmp_path):
+    # https://github.com/ultralytics/ultralytics/issues/7653 (one epoch); a plain tqdm bar with a numeric
+    # description and no YOLO header before it is not a table row.
+    text = (
+        "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+        "    70/1000      6.73G      1.081     0.4706      1.084         10        640: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 16/16 [00:05<00:00,  2.78it/s]\n"
+    )
+    assert rows(tmp_path, text) == [(69 * 16 + 16, "mem_reserved_mib", 6.73e9 / 2**20), (69 * 16 + 16, "box_loss", 1.081),
+                                    (69 * 16 + 16, "cls_loss", 0.4706), (69 * 16 + 16, "dfl_loss", 1.084)]
+    assert rows(tmp_path / "b", text.split("\n", 1)[1]) == []
+
+
+def test_deepspeed_verbose_overflow_counted_once(tmp_path):
+    # https://github.com/deepspeedai/DeepSpeedExamples/issues/307: `_update_scale` reports the overflow (with its
+    # iteration) and the new scale, then `step` reports the same skip again through log_dist.
+    text = (
+        "[2023-04-15 05:51:04,058] [INFO] [fused_optimizer.py:362:_update_scale] \n"
+        "Grad overflow on iteration 1860\n"
+        "[2023-04-15 05:51:04,058] [INFO] [fused_optimizer.py:363:_update_scale] Reducing dynamic loss scale from 1 to 1\n"
+        "[2023-04-15 05:51:04,058] [INFO] [logging.py:96:log_dist] [Rank 0] Overflow detected. Skipping step. Attempted loss scale: 1, reducing to 1\n"
+        "epoch: 0|step: 3721|ppo_ep: 1|act_loss: nan|cri_loss: nan|unsuper_loss: 0.0\n"
+        "average reward score: nan\n"
+    )
+    assert full(tmp_path, text) == [
+        (2, None, 1860, "skipped_steps", 1.0, "loss_scaler"), (3, None, 1860, "loss_scale", 1.0, "loss_scaler"),
+        (5, None, 3721, "epoch", 0.0, "generic"), (5, None, 3721, "ppo_ep", 1.0, "generic"),
+        (5, None, 3721, "act_loss", NAN, "generic"), (5, None, 3721, "cri_loss", NAN, "generic"),
+        (5, None, 3721, "unsuper_loss", 0.0, "generic")]
+    # Without the verbose `_update_scale` lines the log_dist message is the skip.
+    assert rows(tmp_path / "b", "\n".join(text.split("\n")[3:4]) + "\n") == [(None, "loss_scale", 1.0), (None, "skipped_steps", 1.0)]
+
+
+def test_config_dumps_give_no_metrics(tmp_path):
+    # DeepSpeed `config.py:print` rows ([OBS] zai-org/CogVideo#233 for the shape) and a pretty-printed user config:
+    # numbers next to `loss_scale` / `lr` keys are settings, not measurements.
+    text = (
+        "[2024-09-03 02:37:24,137] [INFO] [config.py:1001:print]   bfloat16_enabled ............. False\n"
+        "[2024-09-03 02:37:24,137] [INFO] [config.py:1001:print]   checkpoint_tag_validation_enabled  True\n"
+        "[2024-09-03 02:37:24,137] [INFO] [config.py:1001:print]   communication_data_type ...... None\n"
+        '    "max_train_micro_batch_size_per_gpu": 1.024000e+03, \n'
+        '        "loss_scale": 0,\n'
+    )
+    assert rows(tmp_path, text) == []

@@ -16,10 +16,11 @@ import polars as pl
 from parsers.metric_grammars.common import NUM, Grammar, canonical_of, num, pairs, shape
 
 MATCH = r"(?:^|\s)eta: (?:\d+ days?, )?\d+:\d{2}:\d{2}\s+iter: \d+\s"
-PAIR = rf"(?P<key>[A-Za-z][\w/.-]*(?: mem)?): (?P<val>{NUM})"
-NAMES = {"total_loss": "loss", "time": "step_time_ms", "last_time": "last_step_time_ms", "data_time": "data_time_ms",
+# `max mem` has a space; forks name per-group learning rates `lr (Visual Encoder): 2.50e-06`.
+PAIR = rf"(?P<key>[A-Za-z][\w/.-]*(?: mem| \([\w .-]+\))?): (?P<val>{NUM})"
+NAMES = {"total_loss": "loss", "time": "step_time_ms", "batch_time": "step_time_ms", "last_time": "last_step_time_ms", "data_time": "data_time_ms",
          "data": "data_time_ms", "last_data_time": "last_data_time_ms", "max_mem": "mem_max_mib"}
-SECONDS = ["time", "last_time", "data_time", "data", "last_data_time"]
+SECONDS = ["time", "last_time", "batch_time", "data_time", "data", "last_data_time"]
 
 
 def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
@@ -27,7 +28,8 @@ def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     base = df.with_columns(pl.col("msg").str.extract(r"\biter: (\d+)", 1).cast(pl.Int64, strict=False).alias("step"))
     kv = pairs(base, PAIR, pl.col("msg").str.replace(r"^.*?\biter: \d+", ""))
     key = pl.col("key").str.to_lowercase().str.replace(" ", "_", literal=True)
-    kv = kv.with_columns(key.alias("key"))
+    # `global_step: 8` beside `iter: 8` repeats the step.
+    kv = kv.with_columns(key.alias("key")).filter(pl.col("key") != "global_step")
     value = num(pl.col("val"))
     rows = kv.select(
         "_i", "step",
