@@ -249,3 +249,13 @@ def test_config_dumps_give_no_metrics(tmp_path):
         '        "loss_scale": 0,\n'
     )
     assert rows(tmp_path, text) == []
+
+
+def test_axolotl_eval_dict_memory_in_gib(tmp_path):
+    # https://github.com/axolotl-ai-cloud/axolotl/pull/3148 (axolotl's memory keys carry a `(GiB)` unit)
+    text = ("{'eval_loss': 1.3642939329147339, 'eval_runtime': 16.2872, 'eval_samples_per_second': 6.14, 'eval_steps_per_second': 3.07, "
+            "'memory/max_active (GiB)': 1.92, 'memory/max_allocated (GiB)': 10.97, 'memory/device_reserved (GiB)': 0, 'epoch': 0}\n")
+    assert rows(tmp_path, text) == [
+        (None, "eval_loss", 1.3642939329147339), (None, "eval_runtime", 16.2872), (None, "eval_samples_per_second", 6.14),
+        (None, "eval_steps_per_second", 3.07), (None, "mem_max_active_mib", 1.92 * 1024), (None, "mem_max_mib", 10.97 * 1024),
+        (None, "mem_reserved_mib", 0.0), (None, "epoch", 0.0)]

@@ -22,13 +22,23 @@ def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     # `{'k': v, 'k2': v2}` -> items split on the literal `, '`, then key/value on `': `.
     body = pl.col("msg").str.extract(r"\{'(.*)\}", 1)
     kv = split_pairs(df, body, ", '", "': ").with_columns(pl.col("key").str.strip_chars("'"))
+    # axolotl adds `'memory/max_allocated (GiB)': 10.97` (torch.cuda memory stats / 2**30) -> MiB.
+    gib = pl.col("key").str.ends_with(" (GiB)")
+    kv = kv.with_columns(pl.col("key").str.strip_suffix(" (GiB)"), gib.alias("_gib"))
+    name = canonical_of(kv, "key", GIB_NAMES)
+    value = num(pl.col("val"))
     out = kv.select(
         "_i",
         pl.lit(None, pl.Int64).alias("step"),
-        canonical_of(kv, "key").alias("name"),
-        num(pl.col("val")).alias("value"),
+        pl.when(pl.col("_gib")).then(pl.col("key").replace_strict(GIB_NAMES, default=name + "_mib")).otherwise(name).alias("name"),
+        pl.when(pl.col("_gib")).then(value * 1024.0).otherwise(value).alias("value"),
     )
     return shape(out, "hf_dict")
+
+
+GIB_NAMES = {"memory/max_allocated": "mem_max_mib", "memory/max_active": "mem_max_active_mib",
+             "memory/device_reserved": "mem_reserved_mib", "memory/active": "mem_active_mib",
+             "memory/allocated": "mem_allocated_mib"}
 
 
 GRAMMAR = Grammar("hf_dict", ("{'",), MATCH, extract)
