@@ -19,6 +19,7 @@ import polars as pl
 
 from parsers.metric_grammars import GRAMMARS
 from parsers.metric_grammars import tqdm as tqdm_grammar
+from parsers.metric_grammars import yolo as yolo_grammar
 from parsers.metric_grammars.steps import assign_hf_steps
 
 SCHEMA = {
@@ -108,6 +109,9 @@ def extract(cand: pl.DataFrame, state: dict) -> pl.DataFrame:
     df = cand.with_row_index("_i")
     parts: list[pl.DataFrame] = []
     bars, remaining = _split_bars(df)
+    if bars.height:
+        # YOLO tables put an epoch's values in the bar description (columns from a header line).
+        parts.append(yolo_grammar.table_rows(bars, df, state))
     bars = _bars_needed(bars, df) if bars.height else bars
     if bars.height:
         states = tqdm_grammar.bar_states(bars)

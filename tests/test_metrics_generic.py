@@ -93,8 +93,8 @@ def test_mae_log_txt_epoch_records(tmp_path):
             '{"train_lr": 0.00023974358974358984, "train_loss": 0.7823955785029401, "epoch": 1}\n')
     m = metrics(tmp_path, {"log.txt": text})
     assert m.select("step", "name", "value").rows() == [
-        (None, "train_lr", 7.974358974358974e-05), (None, "loss", 0.9499255213886499), (None, "epoch", 0.0),
-        (None, "train_lr", 0.00023974358974358984), (None, "loss", 0.7823955785029401), (None, "epoch", 1.0)]
+        (None, "lr", 7.974358974358974e-05), (None, "loss", 0.9499255213886499), (None, "epoch", 0.0),
+        (None, "lr", 0.00023974358974358984), (None, "loss", 0.7823955785029401), (None, "epoch", 1.0)]
 
 
 def test_near_misses_give_no_metrics(tmp_path):

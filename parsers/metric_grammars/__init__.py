@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from parsers.metric_grammars import (
     deepspeed,
+    detectron,
     fairseq,
     generic,
     hf,
@@ -18,13 +19,16 @@ from parsers.metric_grammars import (
     metriclogger,
     nanogpt,
     scalers,
+    timm,
     titan,
     torch_memory,
+    verl,
 )
 from parsers.metric_grammars.common import Grammar
 
 GRAMMARS: list[Grammar] = [
     hf.GRAMMAR,
+    hf.METRICS_BLOCK_GRAMMAR,
     megatron.GRAMMAR,
     deepspeed.GRAMMAR,
     scalers.GRAMMAR,
@@ -32,6 +36,9 @@ GRAMMARS: list[Grammar] = [
     nanogpt.GRAMMAR,
     fairseq.GRAMMAR,
     metriclogger.GRAMMAR,
+    detectron.GRAMMAR,
+    timm.GRAMMAR,
+    verl.GRAMMAR,
     torch_memory.GRAMMAR,
     generic.JSON_GRAMMAR,
     generic.KV_GRAMMAR,

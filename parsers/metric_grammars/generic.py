@@ -39,6 +39,7 @@ NAMES = {
     "training_loss": "loss",
     "train/loss": "loss",
     "train/learning_rate": "lr",
+    "train_lr": "lr",  # DeiT / MAE / BEiT `log.txt`
     "train/lr": "lr",
     "train/grad_norm": "grad_norm",
     "train/epoch": "epoch",

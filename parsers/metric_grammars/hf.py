@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from parsers.metric_grammars.common import Grammar, canonical_of, num, shape, split_pairs
+from parsers.metric_grammars.common import Grammar, canonical_of, empty_rows, num, shape, split_pairs
 
 # A dict repr that is a Trainer log: it starts with a known first key or holds the `epoch` key HF adds.
 MATCH = r"\{'(?:loss|eval_[\w/.-]*|train_runtime|learning_rate|grad_norm)': |\{'[^{}]*'epoch': [^{}]*\}"
@@ -22,13 +22,39 @@ def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     # `{'k': v, 'k2': v2}` -> items split on the literal `, '`, then key/value on `': `.
     body = pl.col("msg").str.extract(r"\{'(.*)\}", 1)
     kv = split_pairs(df, body, ", '", "': ").with_columns(pl.col("key").str.strip_chars("'"))
+    # axolotl adds `'memory/max_allocated (GiB)': 10.97` (torch.cuda memory stats / 2**30) -> MiB.
+    gib = pl.col("key").str.ends_with(" (GiB)")
+    kv = kv.with_columns(pl.col("key").str.strip_suffix(" (GiB)"), gib.alias("_gib"))
+    name = canonical_of(kv, "key", GIB_NAMES)
+    value = num(pl.col("val"))
     out = kv.select(
         "_i",
         pl.lit(None, pl.Int64).alias("step"),
-        canonical_of(kv, "key").alias("name"),
-        num(pl.col("val")).alias("value"),
+        pl.when(pl.col("_gib")).then(pl.col("key").replace_strict(GIB_NAMES, default=name + "_mib")).otherwise(name).alias("name"),
+        pl.when(pl.col("_gib")).then(value * 1024.0).otherwise(value).alias("value"),
     )
     return shape(out, "hf_dict")
 
 
+GIB_NAMES = {"memory/max_allocated": "mem_max_mib", "memory/max_active": "mem_max_active_mib",
+             "memory/device_reserved": "mem_reserved_mib", "memory/active": "mem_active_mib",
+             "memory/allocated": "mem_allocated_mib"}
+
+
 GRAMMAR = Grammar("hf_dict", ("{'",), MATCH, extract)
+
+# `trainer.log_metrics` blocks of the example scripts, printed after a run or an evaluation:
+#     ***** train metrics *****
+#       train_loss               =     0.7228
+#       train_runtime            = 0:36:58.55
+# They repeat the end-of-training / eval dicts already read above (and `train_loss` is the run's average,
+# not a step's loss), so their lines are claimed and give no row: the generic reader must not read
+# `train_loss = 0.7228` as a training step's loss.
+METRICS_BLOCK = r"^  (?:(?:train|eval|predict|test)_[\w/.-]*|perplexity|epoch)\s+= +\S+\s*$"
+
+
+def _no_rows(df: pl.DataFrame, state: dict) -> pl.DataFrame:
+    return empty_rows()
+
+
+METRICS_BLOCK_GRAMMAR = Grammar("hf_metrics_block", ("_loss", "perplexity"), METRICS_BLOCK, _no_rows)

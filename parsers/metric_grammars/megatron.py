@@ -39,6 +39,8 @@ NAMES = {
     "throughput_per_gpu_(tflop/s/gpu)": "tflops",
     "tflops": "tflops",
     "samples_per_second": "samples_per_s",
+    # Megatron-DeepSpeed: `tokens per gpu per second (tgs): 2069.506` (per GPU, as torchtitan's tps)
+    "tokens_per_gpu_per_second_(tgs)": "tokens_per_s",
     "number_of_skipped_iterations": "skipped_steps",
     "number_of_nan_iterations": "nan_iterations",
     "energy_per_gpu_(j/iter/gpu)": "energy_j_per_gpu",

@@ -27,9 +27,18 @@ from parsers.metric_grammars.common import (
     split_pairs,
 )
 
-ML = r"^(?P<header>.*?)\s*\[\s*(?P<i>\d+)/(?P<n>\d+)\]\s+eta: \S+"
-MM = r"(?:^|\s)(?P<kind>Epoch|Iter)\((?P<mode>train|val|test)\)\s*\[\s*(?P<a>\d+)(?:/\d+)?\](?:\[\s*(?P<b>\d+)/(?P<bn>\d+)\])?"
-MATCH = f"{ML}|{MM}"
+ML = r"^(?P<header>.*?)\s*\[\s*(?P<i>\d+)/(?P<n>\d+)\]\s+(?:eta: \S+|[A-Za-z_][\w/.-]*: )"
+# Which lines are MetricLogger's: `[i/n]  eta: ..` (the reference loops), or `Epoch: [e]  [i/n]  name: ..` when a
+# fork dropped the eta meter (LLaMA2-Accessory). ML above only splits a line these accepted into groups.
+ML_ETA = r"^.*?\s*\[\s*\d+/\d+\]\s+eta: \S+"
+ML_NO_ETA = r"Epoch: \[\d+(?:/\d+)?\]\s+\[\s*\d+/\d+\]  [A-Za-z_][\w/.-]*: "
+ML_ANY = f"{ML_ETA}|{ML_NO_ETA}"
+# mmengine `Epoch(train) [e][i/n]`, `Iter(val) [i/n]`; mmcv 1.x (TextLoggerHook) has no mode on training lines:
+# `Epoch [e][i/n]\tlr: ..., eta: ..., time: ..., memory: ..., loss: ...`, `Iter [i/N]\tlr: ...`.
+MM = r"(?:^|\s)(?P<kind>Epoch|Iter)(?:\((?P<mode>train|val|test)\)\s*| )\[\s*(?P<a>\d+)(?:/\d+)?\](?:\[\s*(?P<b>\d+)/(?P<bn>\d+)\])?"
+MM_MODE = r"(?:^|\s)(?:Epoch|Iter)\((?:train|val|test)\)\s*\[\s*\d+(?:/\d+)?\]"
+MM_V1 = r"(?:^|\s)(?:Epoch \[\d+(?:/\d+)?\]\[\d+/\d+\]|Iter \[\d+/\d+\])\s+[A-Za-z_][\w.]*: "
+MATCH = f"{ML_ETA}|{ML_NO_ETA}|{MM_MODE}|{MM_V1}"
 
 SECONDS = {"time", "data", "data_time", "iter_time", "batch_time"}
 NAMES = {"time": "step_time_ms", "iter_time": "step_time_ms", "batch_time": "step_time_ms", "data": "data_time_ms",
@@ -62,7 +71,7 @@ def _metriclogger(df: pl.DataFrame) -> pl.DataFrame:
         pl.when(is_test).then(None).otherwise(pl.when(epoch.is_not_null()).then(epoch * n + i).otherwise(i)).alias("step"),
         pl.when(is_test).then(pl.lit("eval_")).otherwise(pl.lit("")).alias("_pre"),
     )
-    text = pl.col("msg").str.replace(r"^.*?eta: \S+(?:\s+days?,\s+\S+)?", "")
+    text = pl.col("msg").str.replace(r"^.*?\[\s*\d+/\d+\]\s+(?:eta: \S+(?:\s+days?,\s+\S+)?)?", "")
     return _rows(base, text, "metriclogger", two_spaces=True)
 
 
@@ -71,7 +80,8 @@ def _mmengine(df: pl.DataFrame) -> pl.DataFrame:
     a = g.struct.field("a").cast(pl.Int64, strict=False)
     b = g.struct.field("b").cast(pl.Int64, strict=False)
     bn = g.struct.field("bn").cast(pl.Int64, strict=False)
-    train = g.struct.field("mode") == "train"
+    # mmcv 1.x training lines carry no mode.
+    train = g.struct.field("mode").fill_null("train") == "train"
     # Epoch-based runs count epochs from 1: iteration = (epoch - 1) * iters_per_epoch + i.
     step = pl.when(g.struct.field("kind") == "Iter").then(a).otherwise((a - 1) * bn + b)
     base = df.with_columns(
@@ -85,7 +95,7 @@ def _mmengine(df: pl.DataFrame) -> pl.DataFrame:
 def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     """MetricLogger first, then mmengine, for the lines each matches."""
     parts = []
-    hit = df.get_column("msg").str.contains(ML)
+    hit = df.get_column("msg").str.contains(ML_ANY)
     if hit.any():
         parts.append(_metriclogger(df.filter(hit)))
     rest = df.filter(~hit)
@@ -94,4 +104,4 @@ def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     return pl.concat(parts) if parts else empty_rows()
 
 
-GRAMMAR = Grammar("metriclogger", ("eta: ", "(train)", "(val)", "(test)"), MATCH, extract)
+GRAMMAR = Grammar("metriclogger", ("eta: ", "(train)", "(val)", "(test)", "Epoch: ["), MATCH, extract)

@@ -55,7 +55,42 @@ def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
             cols["skipped_steps"] = pl.lit(1.0)
         step = groups.struct.field(step_group).cast(pl.Int64, strict=False) if step_group else pl.lit(None, pl.Int64)
         parts.append(wide_to_rows(sub, cols, step, "loss_scaler"))
-    return shape(pl.concat(parts), "loss_scaler") if parts else empty_rows()
+    if not parts:
+        return empty_rows()
+    rows = pl.concat(parts)
+    repeated = _repeats(df)
+    if repeated.height:
+        rows = rows.join(repeated, on="_i", how="anti", maintain_order="left")
+    return shape(rows, "loss_scaler")
+
+
+# DeepSpeed's fp16 optimizers (verbose) report one overflow three times: `Grad overflow on iteration N` and
+# `Reducing dynamic loss scale from X to Y` from `_update_scale`, then `Overflow detected. Skipping step.
+# Attempted loss scale: X, reducing to Y` (or `fp16 dynamic loss scale overflow! ...`) from `step` ([OBS]
+# DeepSpeedExamples#307, DeepSpeed unfused_optimizer). The first two already give the skipped step (with its
+# iteration) and the new scale, so a skip message at most REPEAT_LINES lines after a `Grad overflow on
+# iteration` line (of the same rank, when it names one) gives no row.
+GRAD_OVERFLOW = r"Grad overflow on iteration"
+STEP_SKIP = r"Overflow detected\. Skipping step|fp16 dynamic loss scale overflow! Skipping step"
+REPEAT_LINES = 3
+
+
+def _repeats(df: pl.DataFrame) -> pl.DataFrame:
+    """`_i` of skip messages that repeat the overflow a `Grad overflow on iteration` line just reported."""
+    msg = pl.col("msg")
+    first = df.filter(msg.str.contains(GRAD_OVERFLOW, literal=True))
+    if first.height == 0:
+        return pl.DataFrame(schema={"_i": df.schema["_i"]})
+    again = df.filter(msg.str.contains(STEP_SKIP))
+    if again.height == 0:
+        return pl.DataFrame(schema={"_i": df.schema["_i"]})
+    # `_update_scale` prints without a rank (`print` / `logger.info`) while `step` uses `log_dist(.. [Rank 0])`:
+    # a rank-less first message covers the skip message of any rank.
+    near = again.select("_i", "line", pl.col("rank").alias("_r")).sort("line").join_asof(
+        first.select(pl.col("line").alias("_gl"), pl.col("rank").alias("_gr")).sort("_gl"),
+        left_on="line", right_on="_gl", strategy="backward", check_sortedness=False,
+    ).filter(pl.col("_gr").is_null() | (pl.col("_gr") == pl.col("_r")))
+    return near.filter(pl.col("_gl").is_not_null() & (pl.col("line") - pl.col("_gl") <= REPEAT_LINES)).select("_i")
 
 
 GRAMMAR = Grammar("loss_scaler", ("overflow", "loss scale", "OVERFLOW"), MATCH, extract)

@@ -1,0 +1,71 @@
+"""Ultralytics (YOLOv8/11) and YOLOv5 (>= v6.2) training tables: a header line, then a tqdm bar per epoch
+whose description holds that epoch's running values.
+
+    [OBS] ultralytics#21765, ultralytics#7653:
+          Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size
+           9/55      9.02G     0.1295      7.585      3.256         16        640: 100%|██████████| 954/954 [11:32<00:00,  1.38it/s]
+
+The columns come from the nearest header line above (detect, segment, pose and classify runs print
+different loss columns; YOLOv5 prints `obj_loss`), kept across chunks in `state`. Loss columns keep their
+names (`box_loss`, ...; a classify run's single `loss` is the loss); `GPU_mem` is
+`memory_reserved() / 1e9` GB -> `mem_reserved_mib`; `Instances` and `Size` (labels in the batch, image
+size) are not metrics. Step: `(epoch - 1) * batches + n` (the printed epoch counts from 1); redraws of one
+step keep the last (tqdm.py's rule). Headers without loss columns (YOLOv5 before v6.2:
+`Epoch gpu_mem box obj cls labels img_size`) are not read.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from parsers.metric_grammars import tqdm as tqdm_grammar
+from parsers.metric_grammars.common import empty_rows, num
+
+HEADER = r"(?i)^\s*Epoch\s+GPU_mem(?:\s+[\w()-]+)+\s*$"
+# A bar description that is a table row: `9/55  9.02G  0.1295 ...  640` (the `:` before the bar is cut).
+ROW = r"^\s*\d+/\d+\s+[\d.]+G(?:\s+(?:[-+\d.eE]+|nan|inf))+\s*:?\s*\d"
+NOT_METRICS = {"epoch", "instances", "size", "labels", "img_size"}
+
+
+def table_rows(bars: pl.DataFrame, df: pl.DataFrame, state: dict) -> pl.DataFrame:
+    """Rows of the YOLO table bars among `bars` (bar segments of a chunk), columns named by the headers in `df`."""
+    # Cheap literal tests first: most runs never print a YOLO header, and then nothing else is done.
+    headers = df.filter(pl.col("msg").str.contains("GPU_mem", literal=True))
+    headers = headers.filter(pl.col("msg").str.contains(HEADER)) if headers.height else headers
+    prev = state.get("yolo_header")
+    if headers.height:
+        state["yolo_header"] = headers.get_column("msg").str.strip_chars().str.split(" ").list.eval(
+            pl.element().filter(pl.element() != "")).to_list()[-1]
+    elif prev is None:
+        return empty_rows()
+    rows_bars = bars.filter(pl.col("msg").str.contains(ROW))
+    if rows_bars.height == 0:
+        return empty_rows()
+    states = tqdm_grammar.bar_states(rows_bars).join(rows_bars.select("_i", "line"), on="_i", how="left")
+    cols = headers.select(
+        pl.col("line").alias("_hl"),
+        pl.col("msg").str.strip_chars().str.to_lowercase().str.split(" ").list.eval(pl.element().filter(pl.element() != "")).alias("_cols"),
+    ).sort("_hl")
+    if prev is not None:
+        first = pl.DataFrame({"_hl": [-1], "_cols": [[c.lower() for c in prev]]}, schema=cols.schema)
+        cols = pl.concat([first, cols])
+    vals = states.sort("line").join_asof(cols, left_on="line", right_on="_hl", strategy="backward", check_sortedness=False)
+    vals = vals.filter(pl.col("_cols").is_not_null()).with_columns(
+        pl.col("desc").str.strip_chars().str.strip_chars_end(":").str.split(" ").list.eval(
+            pl.element().filter(pl.element() != "")).alias("_vals"),
+    ).filter(pl.col("_vals").list.len() == pl.col("_cols").list.len())
+    if vals.height == 0:
+        return empty_rows()
+    epoch = pl.col("_vals").list.first().str.extract(r"^(\d+)/", 1).cast(pl.Int64, strict=False)
+    vals = vals.with_columns(((epoch - 1) * pl.col("total") + pl.col("n")).alias("step"), pl.lit("yolo").alias("_dk"))
+    long = vals.select("_i", "_b", "rank", "_dk", "step", "_cols", "_vals").explode("_cols", "_vals")
+    long = long.filter(~pl.col("_cols").is_in(list(NOT_METRICS)))
+    is_mem = pl.col("_cols") == "gpu_mem"
+    raw = num(pl.col("_vals").str.strip_suffix("G"))
+    out = long.select(
+        "_i", "_b", "rank", "_dk", "step",
+        pl.when(is_mem).then(pl.lit("mem_reserved_mib")).otherwise(pl.col("_cols")).alias("name"),
+        pl.when(is_mem).then(raw * 1e9 / 2**20).otherwise(raw).alias("value"),
+    ).filter(pl.col("value").is_not_null())
+    out = tqdm_grammar._dedupe(out.sort("_b"), state)
+    return out.with_columns(pl.lit("yolo").alias("source"))
