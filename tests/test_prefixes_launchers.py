@@ -292,3 +292,23 @@ def test_skypilot_node_tags_are_cut_without_taking_the_node_for_a_rank():
         (9, None, "RuntimeError: NCCL error"),
         (0, None, "# nThread 1 nGpus 1 minBytes 1024 maxBytes 8589934592"),  # mpirun's tag inside SkyPilot's
     ]
+
+
+def test_quoted_nanogpt_log_with_its_nan_onset(tmp_path):
+    # https://github.com/karpathy/nanoGPT/issues/215: the log pasted as a Markdown quote, `> ` and blank `> `
+    # lines between records; the nanoGPT lines (formats.md §1.9) behind their time stamps are read as nanoGPT's.
+    text = "\n".join([
+        "> 2023-03-22 09:31:56 iter 2990: loss 3.8853, time 1096.65ms, mfu 15.34%", "> ",
+        "> 2023-03-22 09:32:32 step 3000: train loss 4.0390, val loss 4.0427", "> ",
+        "> saving checkpoint to out", "> ",
+        "> 2023-03-22 09:32:41 iter 3000: loss 4.2490, time 35392.33ms, mfu 13.85%", "> ",
+        "> 2023-03-22 09:32:52 iter 3010: loss nan, time 1019.95ms, mfu 14.12%",
+    ]) + "\n"
+    m = frame(ingest_text(tmp_path, text), "metrics")
+    loss = m.filter(pl.col("name").is_in(["loss", "eval_loss"])).select("line", "ts", "step", "name", "value", "source").rows()
+    assert loss[:3] == [
+        (1, dt.datetime(2023, 3, 22, 9, 31, 56, tzinfo=UTC), 2990, "loss", 3.8853, "nanogpt"),
+        (3, dt.datetime(2023, 3, 22, 9, 32, 32, tzinfo=UTC), 3000, "eval_loss", 4.0427, "nanogpt"),
+        (7, dt.datetime(2023, 3, 22, 9, 32, 41, tzinfo=UTC), 3000, "loss", 4.249, "nanogpt"),
+    ]
+    assert loss[3][:4] == (9, dt.datetime(2023, 3, 22, 9, 32, 52, tzinfo=UTC), 3010, "loss") and loss[3][4] != loss[3][4]
