@@ -671,6 +671,8 @@ NEAR_MISSES = [
     ("    raise RuntimeError('received %d items of ancdata' %", set()),
     ("Expected object of scalar type Float but got scalar type Double for argument #2 'target'", set()),
     ("process 0 terminated with exit code 0 after training finished", set()),
+    ("Loss in not finite. Skip this training step.", set()),
+    ("loss became NaN? check the learning rate", set()),
     # ENOSPC of a /dev/shm segment is shared memory, not a full checkpoint disk
     ("RuntimeError: unable to write to file </torch_8289_606636967_0>: No space left on device (28)", {"shared_memory_error"}),
 ]
@@ -968,6 +970,21 @@ REAL_CASES = [
     ("srun_tasks_terminated", "OBS desihub/desitarget#628",
      "srun: error: nid01934: tasks 2,4-5,7: Terminated",
      "slurm_task_failed", "error", {"node": "nid01934", "tasks": "2,4-5,7", "status": "Terminated"}),
+    ("detectron2_nan", "OBS gist-ailab/uoais#16",
+     "FloatingPointError: Loss became infinite or NaN at iteration=0!",
+     "nan_loss_message", "error", {"step": "0", "framework": "detectron2"}),
+    ("ultralytics_nonfinite_glued", "OBS ultralytics/yolov5#673 (glued to the tqdm bar)",
+     "    16/999     7.38G   0.03433   0.01034   0.01147   0.05613       130       800:  85%|████████▌ | 23/27 [00:15<00:02,  1.66it/s]WARNING: non-finite loss, ending training  tensor([nan, nan, nan, nan], device='cuda:0')",
+     "nan_loss_message", "error", {"value": "tensor([nan, nan, nan, nan], device='cuda:0')", "framework": "ultralytics"}),
+    ("fairseq_grad_nan", "OBS facebookresearch/fairseq#4118",
+     "FloatingPointError: gradients are Nan/Inf",
+     "nan_loss_message", "error", {"framework": "fairseq", "what": "gradients"}),
+    ("fairseq_grad_inconsistent", "OBS facebookresearch/fairseq#1372",
+     "FloatingPointError: Fatal error: gradients are inconsistent between workers. Try --ddp-backend=no_c10d. Or are you mixing up different generation of GPUs in training?",
+     "grad_norm_mismatch", "error", {"hint_backend": "no_c10d", "framework": "fairseq"}),
+    ("tensorboard_nan_scalar", "OBS facebookresearch/fairseq#1529",
+     "2020-10-01 10:25:50 | WARNING | root | NaN or Inf found in input tensor.",
+     "nonfinite_logged_value", "warning", {}),
 ]
 
 
