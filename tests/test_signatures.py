@@ -673,6 +673,9 @@ NEAR_MISSES = [
     ("process 0 terminated with exit code 0 after training finished", set()),
     ("Loss in not finite. Skip this training step.", set()),
     ("loss became NaN? check the learning rate", set()),
+    # a JIT build failure of a C++/CUDA extension is not a training process death
+    ("subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.", set()),
+    ("Killed 3 stale workers after the epoch 100%|#####| 3/3 [00:01<00:00]", set()),
     # ENOSPC of a /dev/shm segment is shared memory, not a full checkpoint disk
     ("RuntimeError: unable to write to file </torch_8289_606636967_0>: No space left on device (28)", {"shared_memory_error"}),
 ]
@@ -985,6 +988,27 @@ REAL_CASES = [
     ("tensorboard_nan_scalar", "OBS facebookresearch/fairseq#1529",
      "2020-10-01 10:25:50 | WARNING | root | NaN or Inf found in input tensor.",
      "nonfinite_logged_value", "warning", {}),
+    ("cuda_warning_destroy_event", "OBS vllm-project/vllm#36776 (c10 warning from CUDAGuardImpl::destroyEvent)",
+     "[rank0]:[W311 18:21:36.049434121 CUDAGuardImpl.h:122] Warning: CUDA warning: an illegal memory access was encountered (function destroyEvent)",
+     "illegal_memory_access", "error", {}),
+    ("accelerate_called_process_error", "OBS kohya-ss/sd-scripts#1354 (accelerate simple_launcher)",
+     "subprocess.CalledProcessError: Command '['/Users/kleinsun/open/kohya_ss/venv/bin/python', '/Users/kleinsun/Documents/open/kohya_ss/sd-scripts/sdxl_train.py', '--config_file', '/Users/kleinsun/Documents/open/kohya_ss/outputs/config_dreambooth-20240531-163416.toml']' returned non-zero exit status 1.",
+     "spawn_process_exited", "error", {"exitcode": "1", "launcher": "subprocess"}),
+    ("accelerate_called_process_error_windows", "OBS bmaltais/kohya_ss#2556 (Windows access violation as the exit status)",
+     "subprocess.CalledProcessError: Command '['C:\\\\kohya_new\\\\kohya_ss\\\\venv\\\\Scripts\\\\python.exe', 'C:/kohya_new/kohya_ss/sd-scripts/sdxl_train_network.py', '--config_file', 'C:/test_kohya/config_lora-20240531-133245.toml']' returned non-zero exit status 3221225477.",
+     "spawn_process_exited", "error", {"exitcode": "3221225477"}),
+    ("called_process_died_with_signal_alone", "OBS bmaltais/kohya_ss#1065 (the end of a wrapped CalledProcessError)",
+     "died with <Signals.SIGKILL: 9>",
+     "spawn_process_exited", "error", {"signame": "SIGKILL", "signal": "9", "launcher": "subprocess"}),
+    ("pycharm_sigkill", "OBS davidsandberg/facenet#236",
+     "Process finished with exit code 137 (interrupted by signal 9: SIGKILL)",
+     "process_killed", "warning", {"exitcode": "137", "signal": "9", "signame": "SIGKILL", "form": "ide"}),
+    ("pycharm_sigsegv_short", "OBS sangrockEG/S2C#8",
+     "139 (interrupted by signal 11:SIGSEGV)",
+     "shell_signal_exit", "error", {"exitcode": "139", "signal_number": "11", "signal": "SIGSEGV"}),
+    ("killed_after_tqdm", "OBS InternLandMark/LandMark#65 (no newline between the bar and the shell's report)",
+     " 20%|████                | 216/1063 [00:27<02:17,  6.17it/s]Killed",
+     "process_killed", "warning", {}),
 ]
 
 
