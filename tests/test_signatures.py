@@ -676,6 +676,7 @@ NEAR_MISSES = [
     # a JIT build failure of a C++/CUDA extension is not a training process death
     ("subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.", set()),
     ("Killed 3 stale workers after the epoch 100%|#####| 3/3 [00:01<00:00]", set()),
+    ("FileNotFoundError: File config.yaml does not exist", set()),
     # ENOSPC of a /dev/shm segment is shared memory, not a full checkpoint disk
     ("RuntimeError: unable to write to file </torch_8289_606636967_0>: No space left on device (28)", {"shared_memory_error"}),
 ]
@@ -1009,6 +1010,15 @@ REAL_CASES = [
     ("killed_after_tqdm", "OBS InternLandMark/LandMark#65 (no newline between the bar and the shell's report)",
      " 20%|████                | 216/1063 [00:27<02:17,  6.17it/s]Killed",
      "process_killed", "warning", {}),
+    ("torch_save_cannot_be_opened", "OBS Sachini/ronin#51 (PyTorch 1.x; the disk was full)",
+     "RuntimeError: File my_out/checkpoints/checkpoint_0.pt cannot be opened.",
+     "checkpoint_write_failed", "error", {"path": "my_out/checkpoints/checkpoint_0.pt", "form": "open_failed"}),
+    ("stream_writer_opening_archive", "OBS pytorch#29186",
+     "RuntimeError: [enforce fail at inline_container.cc:319] . PytorchStreamWriter failed opening archive.",
+     "checkpoint_write_failed", "error", {"form": "open_failed"}),
+    ("deepspeed_allocator_cache_flushes", "OBS huggingface/peft#194 (a paste that lost the stamp's `[`)",
+     "2023-03-20 20:38:19,874] [WARNING] [stage3.py:1939:step] 13 pytorch allocator cache flushes since last step. this happens when there is high memory pressure and is detrimental to performance. if this is happening frequently consider adjusting settings to reduce memory consumption. If you are unable to make the cache flushes go away consider adding torch.cuda.empty_cache() calls in your training loop to ensure that all ranks flush their caches at the same time",
+     "allocator_cache_flush", "warning", {"flushes": "13", "framework": "deepspeed"}),
 ]
 
 
