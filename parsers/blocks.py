@@ -35,7 +35,8 @@ _CPP_START = re.compile(r"Exception raised from (?P<function>\S+) at (?P<file>.+
 _REPORT_START = re.compile(r"^(?P<prefix>.*?)Root Cause(?: \(first observed failure\))?:\s*$")
 _SMI_START = re.compile(r"^(?P<prefix>.*?)\|\s*NVIDIA-SMI (?P<smi>\d[\w.]*)")
 _RANK_IN_PREFIX = re.compile(r"\[(?:rank|default|Rank |RANK:|RANK )(\d+)\]|\brank=(\d+)\b")
-_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>.+))?')
+# `> ` marks the frame that raised in loguru / better_exceptions tracebacks.
+_FRAME = re.compile(r'^\s*(?:> )?File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>.+))?')
 _EXC_TYPE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Failure|Timeout)|[A-Za-z_][\w.]*\.[A-Z]\w*)(?::|$)")
 _TIME_TOKEN = re.compile(r"\d{4}-\d{2}-\d{2}[T _]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?|\d{2}:\d{2}:\d{2}(?:[.,]\d+)?")
 # A line that begins a new log record (ends an exception message that has no blank line after it).
@@ -152,11 +153,19 @@ def _tb_classes(body: pl.Series) -> dict[str, np.ndarray]:
     def arr(s: pl.Series) -> np.ndarray:
         return s.fill_null(False).to_numpy()
 
+    frame = body.str.contains(r'^\s*(?:> )?File "|^\s+\[Previous line repeated').fill_null(False)
+    code = (body.str.starts_with("    ") | body.str.contains(r"^\s+[~^]+\s*$")).fill_null(False)
+    blank = (stripped.str.len_bytes() == 0).fill_null(False)
+    # loguru / better_exceptions tracebacks put blank lines after the opener, between the frames
+    # (each followed by `│ └ value` annotation lines) and before the exception line: inside a
+    # frames run, a blank line followed by a frame, or by an exception line, belongs to the run.
+    before_frame = blank & frame.shift(-1, fill_value=False)
+    before_exc = blank & (frame | code).shift(1, fill_value=False) & body.shift(-1).str.contains(_EXC_TYPE.pattern).fill_null(False)
     return {
         "T": arr(body.str.starts_with(_TB)),
-        "F": arr(body.str.contains(r'^\s*File "|^\s+\[Previous line repeated')),
-        "C": arr(body.str.starts_with("    ") | body.str.contains(r"^\s+[~^]+\s*$")),
-        "B": arr(stripped.str.len_bytes() == 0),
+        "F": arr(frame),
+        "C": arr(code | before_frame | before_exc),
+        "B": arr(blank),
         "CH": arr(stripped.is_in(list(_CHAIN))),
         "R": arr(body.str.contains(_RECORD)),
     }
