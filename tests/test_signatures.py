@@ -677,6 +677,7 @@ NEAR_MISSES = [
     ("subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.", set()),
     ("Killed 3 stale workers after the epoch 100%|#####| 3/3 [00:01<00:00]", set()),
     ("FileNotFoundError: File config.yaml does not exist", set()),
+    ("if No CUDA GPUs are available we fall back to the CPU", set()),
     # ENOSPC of a /dev/shm segment is shared memory, not a full checkpoint disk
     ("RuntimeError: unable to write to file </torch_8289_606636967_0>: No space left on device (28)", {"shared_memory_error"}),
 ]
@@ -1019,6 +1020,24 @@ REAL_CASES = [
     ("deepspeed_allocator_cache_flushes", "OBS huggingface/peft#194 (a paste that lost the stamp's `[`)",
      "2023-03-20 20:38:19,874] [WARNING] [stage3.py:1939:step] 13 pytorch allocator cache flushes since last step. this happens when there is high memory pressure and is detrimental to performance. if this is happening frequently consider adjusting settings to reduce memory consumption. If you are unable to make the cache flushes go away consider adding torch.cuda.empty_cache() calls in your training loop to ensure that all ranks flush their caches at the same time",
      "allocator_cache_flush", "warning", {"flushes": "13", "framework": "deepspeed"}),
+    ("lightning_unused_parameters", "OBS chemprop/chemprop#853",
+     "RuntimeError: It looks like your LightningModule has parameters that were not used in producing the loss returned by training_step. If this is intentional, you must enable the detection of unused parameters in DDP, either by setting the string value `strategy='ddp_find_unused_parameters_true'` or by setting the flag in the strategy with `strategy=DDPStrategy(find_unused_parameters=True)`.",
+     "ddp_unused_parameters", "error", {"framework": "lightning"}),
+    ("nvidia_smi_gpu_lost", "OBS JosephKJ/OWOD#81",
+     "Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost. Reboot the system to recover this GPU",
+     "gpu_fallen_off_bus", "error", {"pci": "0000:02:00.0", "reason": "GPU is lost", "form": "nvidia_smi"}),
+    ("nvidia_smi_unknown_error_no_space", "OBS haotian-liu/LLaVA#1466 (fine-tuning on 8 A100s, after ~3 hours)",
+     "Unable to determine the device handle for GPU0000:4F:00.0: Unknown Error",
+     "gpu_fallen_off_bus", "error", {"pci": "0000:4F:00.0", "reason": "Unknown Error"}),
+    ("nvidia_smi_no_driver", "OBS ci-for-research/self-hosted-runners#40",
+     "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.",
+     "no_nvidia_driver", "error", {"form": "nvidia_smi"}),
+    ("nvml_mismatch", "OBS lyulyul/shine-cluster#50",
+     "Failed to initialize NVML: Driver/library version mismatch",
+     "nvml_driver_mismatch", "error", {}),
+    ("no_cuda_gpus", "OBS pytorch#134542",
+     "RuntimeError: No CUDA GPUs are available",
+     "cuda_no_device", "error", {}),
 ]
 
 
