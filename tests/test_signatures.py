@@ -1038,6 +1038,9 @@ REAL_CASES = [
     ("no_cuda_gpus", "OBS pytorch#134542",
      "RuntimeError: No CUDA GPUs are available",
      "cuda_no_device", "error", {}),
+    ("nccl_comm_aborted_1_5", "OBS karfly/learnable-triangulation-pytorch#81 (PyTorch 1.5, no rank in the message)",
+     "RuntimeError: NCCL communicator was aborted.",
+     "nccl_comm_aborted", "error", {}),
 ]
 
 
