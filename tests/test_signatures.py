@@ -1041,6 +1041,21 @@ REAL_CASES = [
     ("nccl_comm_aborted_1_5", "OBS karfly/learnable-triangulation-pytorch#81 (PyTorch 1.5, no rank in the message)",
      "RuntimeError: NCCL communicator was aborted.",
      "nccl_comm_aborted", "error", {}),
+    ("hip_invalid_device_function", "OBS verl-project/verl#3163 (AMD R9700, GRPO training)",
+     "RuntimeError: HIP error: invalid device function",
+     "no_kernel_image", "error", {"form": "hip"}),
+    ("hip_no_binary_for_gpu", "OBS ROCm/tensorflow-upstream#1800",
+     "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",
+     "no_kernel_image", "error", {"form": "hip"}),
+    ("hip_async_advice", "OBS etched-ai/open-oasis#27",
+     "HIP kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.",
+     "cuda_launch_blocking_advice", "advice", {}),
+    ("hip_dsa_advice", "OBS etched-ai/open-oasis#27",
+     "Compile with `TORCH_USE_HIP_DSA` to enable device-side assertions.",
+     "cuda_dsa_advice", "advice", {}),
+    ("hip_error_lookup_advice", "OBS pytorch#164346 (ROCm 7 nightly)",
+     "Search for `hipErrorInvalidDeviceFunction' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__HIPRT__TYPES.html for more information.",
+     "cuda_error_lookup_advice", "advice", {"cuda_error_name": "hipErrorInvalidDeviceFunction"}),
 ]
 
 
