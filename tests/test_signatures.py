@@ -1056,6 +1056,12 @@ REAL_CASES = [
     ("hip_error_lookup_advice", "OBS pytorch#164346 (ROCm 7 nightly)",
      "Search for `hipErrorInvalidDeviceFunction' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__HIPRT__TYPES.html for more information.",
      "cuda_error_lookup_advice", "advice", {"cuda_error_name": "hipErrorInvalidDeviceFunction"}),
+    ("cudnn_v8_get_no_engine", "OBS unit8co/darts#1919 (training a TCN with Lightning on a Titan XP)",
+     "RuntimeError: GET was unable to find an engine to execute this computation",
+     "cudnn_no_algorithm", "error", {"form": "v8_api"}),
+    ("cudnn_frontend_no_plan", "OBS ostris/ai-toolkit#203 (torch 2.5.0)",
+     "RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the graph",
+     "cudnn_error", "error", {"detail": "No execution plans support the graph", "form": "frontend"}),
 ]
 
 
