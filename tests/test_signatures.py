@@ -1062,6 +1062,9 @@ REAL_CASES = [
     ("cudnn_frontend_no_plan", "OBS ostris/ai-toolkit#203 (torch 2.5.0)",
      "RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the graph",
      "cudnn_error", "error", {"detail": "No execution plans support the graph", "form": "frontend"}),
+    ("store_wait_timeout", "OBS vllm-project/vllm#12526 (4xA100)",
+     "torch.distributed.DistStoreError: wait timeout after 600000ms",
+     "store_timeout", "error", {"timeout_ms": "600000", "form": "store_wait"}),
 ]
 
 
