@@ -1065,6 +1065,12 @@ REAL_CASES = [
     ("store_wait_timeout", "OBS vllm-project/vllm#12526 (4xA100)",
      "torch.distributed.DistStoreError: wait timeout after 600000ms",
      "store_timeout", "error", {"timeout_ms": "600000", "form": "store_wait"}),
+    ("numpy_array_memory_error", "OBS MIC-DKFZ/nnUNet#2213",
+     "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 1.61 GiB for an array with shape (753, 536, 536) and data type float64",
+     "cpu_alloc_failed", "error", {"requested": "1.61 GiB", "shape": "(753, 536, 536)", "dtype": "float64", "allocator": "numpy"}),
+    ("numpy_memory_error_old", "OBS juntang-zhuang/LadderNet#7",
+     "MemoryError: Unable to allocate 3.26 GiB for an array with shape (190000, 1, 48, 48) and data type float64",
+     "cpu_alloc_failed", "error", {"requested": "3.26 GiB", "shape": "(190000, 1, 48, 48)"}),
 ]
 
 
