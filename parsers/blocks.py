@@ -441,6 +441,7 @@ def _cpp_dumps(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
 
 _BORDER = re.compile(r"^\s*(?:={3,}|\*{3,}|-{3,})\s*$")
 _ENTRY = re.compile(r"^\[(\d+)\]:\s*$")
+_MSG_MESSAGE = re.compile(r'^\s+"message": "(.*)",?\s*$')
 _KEY = re.compile(r"^\s+(time|host|rank|exitcode|error_file|traceback|msg)\s*:\s?(.*)$")
 _REPORT_LINE = re.compile(r"^(?:\s|\[\d+\]:|(?:Other )?Failures:|Root Cause|.*\bFAILED\s*$|={3,}|\*{3,}|-{3,})")
 
@@ -504,7 +505,8 @@ def _parse_failures(lines: list[str]) -> tuple[str | None, list[dict], list[dict
     for raw in lines:
         line = raw.rstrip()
         s = line.strip()
-        if s.endswith("FAILED") and title is None and not line.startswith(" "):
+        # The title is flush left; PyTorch 1.9-1.10 centred it between `*` and `=` borders, before any section.
+        if s.endswith("FAILED") and title is None and (not line.startswith(" ") or section is None):
             title = s[: -len("FAILED")].strip()
             continue
         if s in ("Failures:", "Other Failures:"):
@@ -553,6 +555,12 @@ def _entry_fields(entry: dict) -> dict:
     if more:
         # The child's py_callstack, indented by two: its last line is the exception.
         out["exception"] = more[-1]
+    for ln in entry.get("_lines", {}).get("msg", []):
+        # PyTorch 1.9-1.10 printed the child's error.json under `msg:`; its "message" is the exception.
+        mm = _MSG_MESSAGE.match(ln)
+        if mm:
+            out["exception"] = mm.group(1)
+            break
     return out
 
 

@@ -84,3 +84,14 @@ def test_plain_traceback_followed_by_a_blank_line_and_a_log_record_is_unchanged(
     ev = frame(ingest_text(tmp_path, text), "events")
     tb = ev.filter(pl.col("code") == "python_traceback").row(0, named=True)
     assert (tb["line"], tb["end_line"], tb["message"]) == (1, 4, "ValueError: bad config")
+
+
+def test_pytorch_65041_report_of_1_9_with_centred_title_and_msg_json(tmp_path):
+    """PyTorch 1.9-1.10 reports: the title centred between `*` and `=` borders, the child's error.json under `msg:`."""
+    ev = ingest_issue(tmp_path, "pytorch_65041_report_msg_json.log")
+    rep = ev.filter(pl.col("code") == "torchrun_child_failed_report").row(0, named=True)
+    f = json.loads(rep["fields"])
+    assert (rep["line"], rep["end_line"], rep["rank"]) == (1, 14, 0)
+    assert (f["title"], f["exitcode"], f["pid"]) == ("run_script_path", "1", "1092727")
+    assert f["exception"] == "RuntimeError: rasing error since --throw was specified"
+    assert rep["message"] == "run_script_path FAILED: rank 0 (local_rank 0) exitcode 1: RuntimeError: rasing error since --throw was specified"

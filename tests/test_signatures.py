@@ -1071,6 +1071,9 @@ REAL_CASES = [
     ("numpy_memory_error_old", "OBS juntang-zhuang/LadderNet#7",
      "MemoryError: Unable to allocate 3.26 GiB for an array with shape (190000, 1, 48, 48) and data type float64",
      "cpu_alloc_failed", "error", {"requested": "3.26 GiB", "shape": "(190000, 1, 48, 48)"}),
+    ("monitored_barrier_peer_error", "OBS pytorch#76198 (Lightning DDP, _sync_buffers)",
+     "RuntimeError: Rank 1 successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.",
+     "gloo_monitored_barrier_failed", "error", {"rank": "1", "failed_ranks": "0", "form": "peer_error"}),
 ]
 
 
