@@ -1074,6 +1074,9 @@ REAL_CASES = [
     ("monitored_barrier_peer_error", "OBS pytorch#76198 (Lightning DDP, _sync_buffers)",
      "RuntimeError: Rank 1 successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.",
      "gloo_monitored_barrier_failed", "error", {"rank": "1", "failed_ranks": "0", "form": "peer_error"}),
+    ("store_client_timeout_seconds", "OBS lllyasviel/ControlNet#382 (PyTorch 2.0: the timeout in seconds)",
+     "[E socket.cpp:793] [c10d] The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 48391).",
+     "store_connect_failed", "error", {"timeout_s": "1800", "host": "127.0.0.1", "port": "48391", "stage": "gave_up"}),
 ]
 
 
