@@ -17,7 +17,7 @@ import numpy as np
 import orjson
 import polars as pl
 
-from parsers.prefixes import ANY_LOG_PREFIX
+from parsers.prefixes import ANY_LOG_PREFIX, RAY_REPEATED
 from parsers.signatures import SCHEMA
 
 NEEDLES = ["Traceback (most recent call last)", "Exception raised from", "Root Cause", "NVIDIA-SMI "]
@@ -99,6 +99,9 @@ def _view(text: pl.Series, starts: list[int], prefix: str, force: dict[int, str]
         keep = ~sub.str.contains(r"^\[(?:rank|default)\d+\]:")
         body = sub
     keep = keep.fill_null(False).to_numpy()
+    if body.str.contains("across cluster]", literal=True).any():
+        # Ray's log deduplication appends ` [repeated Nx across cluster]` to a line (frames included).
+        body = body.str.replace(RAY_REPEATED, "")
     if force:
         at = np.searchsorted(rows, np.asarray(sorted(force), dtype=np.int64))
         keep[at] = True

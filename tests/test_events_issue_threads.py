@@ -95,3 +95,12 @@ def test_pytorch_65041_report_of_1_9_with_centred_title_and_msg_json(tmp_path):
     assert (f["title"], f["exitcode"], f["pid"]) == ("run_script_path", "1", "1092727")
     assert f["exception"] == "RuntimeError: rasing error since --throw was specified"
     assert rep["message"] == "run_script_path FAILED: rank 0 (local_rank 0) exitcode 1: RuntimeError: rasing error since --throw was specified"
+
+
+def test_vllm_7896_ray_dedup_suffix_is_not_part_of_a_frame(tmp_path):
+    """Ray appends ` [repeated 6x across cluster]` to deduplicated lines, traceback frames included."""
+    ev = ingest_issue(tmp_path, "vllm_7896_ray_repeated_suffix.log")
+    assert rows(ev, "nccl_error", "reason") == [(3, None, "unhandled cuda error")]
+    tb = ev.filter(pl.col("code") == "python_traceback").row(0, named=True)
+    f = json.loads(tb["fields"])
+    assert (tb["line"], tb["end_line"], f["function"], f["line"], f["truncated"]) == (5, 7, "execute_method", "374", "true")
