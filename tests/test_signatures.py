@@ -1077,6 +1077,9 @@ REAL_CASES = [
     ("store_client_timeout_seconds", "OBS lllyasviel/ControlNet#382 (PyTorch 2.0: the timeout in seconds)",
      "[E socket.cpp:793] [c10d] The client socket has timed out after 1800s while trying to connect to (127.0.0.1, 48391).",
      "store_connect_failed", "error", {"timeout_s": "1800", "host": "127.0.0.1", "port": "48391", "stage": "gave_up"}),
+    ("xpu_ipex_bracket", "OBS intel/intel-extension-for-pytorch#629 (IPEX allocator, no `free`)",
+     "RuntimeError: XPU out of memory. Tried to allocate 1.71 GiB (GPU 0; 15.56 GiB total capacity; 0 bytes already allocated; 0 bytes reserved in total by PyTorch)",
+     "cuda_oom", "error", {"device": "XPU", "requested": "1.71 GiB", "gpu": "0", "capacity": "15.56 GiB", "form": "bracket"}),
 ]
 
 
