@@ -1080,6 +1080,9 @@ REAL_CASES = [
     ("xpu_ipex_bracket", "OBS intel/intel-extension-for-pytorch#629 (IPEX allocator, no `free`)",
      "RuntimeError: XPU out of memory. Tried to allocate 1.71 GiB (GPU 0; 15.56 GiB total capacity; 0 bytes already allocated; 0 bytes reserved in total by PyTorch)",
      "cuda_oom", "error", {"device": "XPU", "requested": "1.71 GiB", "gpu": "0", "capacity": "15.56 GiB", "form": "bracket"}),
+    ("nccl_blocking_wait_timeout", "OBS huggingface/diffusers#12422",
+     "[rank1]:[E1002 18:16:40.662691402 ProcessGroupNCCL.cpp:756] [Rank 1] Work WorkNCCL(SeqNum=2521, OpType=ALLREDUCE, NumelIn=160672064, NumelOut=160672064, Timeout(ms)=600000) timed out in blocking wait.",
+     "nccl_watchdog_timeout", "error", {"seq": "2521", "op": "ALLREDUCE", "numel_in": "160672064", "timeout_ms": "600000", "form": "blocking_wait"}),
 ]
 
 
