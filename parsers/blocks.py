@@ -17,7 +17,7 @@ import numpy as np
 import orjson
 import polars as pl
 
-from parsers.prefixes import ANY_LOG_PREFIX
+from parsers.prefixes import ANY_LOG_PREFIX, RAY_REPEATED
 from parsers.signatures import SCHEMA
 
 NEEDLES = ["Traceback (most recent call last)", "Exception raised from", "Root Cause", "NVIDIA-SMI "]
@@ -99,6 +99,9 @@ def _view(text: pl.Series, starts: list[int], prefix: str, force: dict[int, str]
         keep = ~sub.str.contains(r"^\[(?:rank|default)\d+\]:")
         body = sub
     keep = keep.fill_null(False).to_numpy()
+    if body.str.contains("across cluster]", literal=True).any():
+        # Ray's log deduplication appends ` [repeated Nx across cluster]` to a line (frames included).
+        body = body.str.replace(RAY_REPEATED, "")
     if force:
         at = np.searchsorted(rows, np.asarray(sorted(force), dtype=np.int64))
         keep[at] = True
@@ -441,6 +444,7 @@ def _cpp_dumps(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
 
 _BORDER = re.compile(r"^\s*(?:={3,}|\*{3,}|-{3,})\s*$")
 _ENTRY = re.compile(r"^\[(\d+)\]:\s*$")
+_MSG_MESSAGE = re.compile(r'^\s+"message": "(.*)",?\s*$')
 _KEY = re.compile(r"^\s+(time|host|rank|exitcode|error_file|traceback|msg)\s*:\s?(.*)$")
 _REPORT_LINE = re.compile(r"^(?:\s|\[\d+\]:|(?:Other )?Failures:|Root Cause|.*\bFAILED\s*$|={3,}|\*{3,}|-{3,})")
 
@@ -504,7 +508,8 @@ def _parse_failures(lines: list[str]) -> tuple[str | None, list[dict], list[dict
     for raw in lines:
         line = raw.rstrip()
         s = line.strip()
-        if s.endswith("FAILED") and title is None and not line.startswith(" "):
+        # The title is flush left; PyTorch 1.9-1.10 centred it between `*` and `=` borders, before any section.
+        if s.endswith("FAILED") and title is None and (not line.startswith(" ") or section is None):
             title = s[: -len("FAILED")].strip()
             continue
         if s in ("Failures:", "Other Failures:"):
@@ -553,6 +558,12 @@ def _entry_fields(entry: dict) -> dict:
     if more:
         # The child's py_callstack, indented by two: its last line is the exception.
         out["exception"] = more[-1]
+    for ln in entry.get("_lines", {}).get("msg", []):
+        # PyTorch 1.9-1.10 printed the child's error.json under `msg:`; its "message" is the exception.
+        mm = _MSG_MESSAGE.match(ln)
+        if mm:
+            out["exception"] = mm.group(1)
+            break
     return out
 
 

@@ -84,3 +84,23 @@ def test_plain_traceback_followed_by_a_blank_line_and_a_log_record_is_unchanged(
     ev = frame(ingest_text(tmp_path, text), "events")
     tb = ev.filter(pl.col("code") == "python_traceback").row(0, named=True)
     assert (tb["line"], tb["end_line"], tb["message"]) == (1, 4, "ValueError: bad config")
+
+
+def test_pytorch_65041_report_of_1_9_with_centred_title_and_msg_json(tmp_path):
+    """PyTorch 1.9-1.10 reports: the title centred between `*` and `=` borders, the child's error.json under `msg:`."""
+    ev = ingest_issue(tmp_path, "pytorch_65041_report_msg_json.log")
+    rep = ev.filter(pl.col("code") == "torchrun_child_failed_report").row(0, named=True)
+    f = json.loads(rep["fields"])
+    assert (rep["line"], rep["end_line"], rep["rank"]) == (1, 14, 0)
+    assert (f["title"], f["exitcode"], f["pid"]) == ("run_script_path", "1", "1092727")
+    assert f["exception"] == "RuntimeError: rasing error since --throw was specified"
+    assert rep["message"] == "run_script_path FAILED: rank 0 (local_rank 0) exitcode 1: RuntimeError: rasing error since --throw was specified"
+
+
+def test_vllm_7896_ray_dedup_suffix_is_not_part_of_a_frame(tmp_path):
+    """Ray appends ` [repeated 6x across cluster]` to deduplicated lines, traceback frames included."""
+    ev = ingest_issue(tmp_path, "vllm_7896_ray_repeated_suffix.log")
+    assert rows(ev, "nccl_error", "reason") == [(3, None, "unhandled cuda error")]
+    tb = ev.filter(pl.col("code") == "python_traceback").row(0, named=True)
+    f = json.loads(tb["fields"])
+    assert (tb["line"], tb["end_line"], f["function"], f["line"], f["truncated"]) == (5, 7, "execute_method", "374", "true")

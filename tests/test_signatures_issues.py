@@ -227,6 +227,15 @@ OOM_LINES = [
     ("https://github.com/jiesutd/NCRFpp/issues/121",
      "THCudaCheck FAIL file=/pytorch/torch/lib/THC/generic/THCStorage.cu line=58 error=2 : out of memory",
      {"form": "thc", "thc_line": "58"}),
+    ("https://github.com/intel/intel-extension-for-pytorch/issues/629",
+     "RuntimeError: XPU out of memory. Tried to allocate 1.71 GiB (GPU 0; 15.56 GiB total capacity; 176.00 MiB already allocated; 176.00 MiB reserved in total by PyTorch)",
+     {"device": "XPU", "requested": "1.71 GiB", "allocated": "176.00 MiB", "reserved": "176.00 MiB", "form": "bracket"}),
+    ("https://github.com/intel/intel-extension-for-pytorch/issues/846",
+     "torch.OutOfMemoryError: XPU out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacity of 15.11 GiB. Of the allocated memory 0 bytes is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated. Please use `empty_cache` to release all unoccupied cached memory.",
+     {"device": "XPU", "capacity": "15.11 GiB", "allocated": "0 bytes", "form": "sentence"}),
+    ("https://github.com/ROCm/TheRock/issues/1054",
+     "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 16.00 GiB. GPU 0 has a total capacity of 15.24 GiB of which 15.09 GiB is free. Of the allocated memory 0 bytes is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_HIP_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
+     {"device": "HIP", "requested": "16.00 GiB", "free": "15.09 GiB", "form": "sentence"}),
 ]
 
 
