@@ -7,7 +7,8 @@ from playbooks.base import Playbook, declare
 from playbooks.evidence import combine, detection, events, first_message
 from playbooks.model import Cause, Detection, Severity
 
-DRIVER_CODES = ("cuda_driver_insufficient", "cuda_driver_too_old", "no_nvidia_driver", "cuda_init_failed")
+DRIVER_CODES = ("cuda_driver_insufficient", "cuda_driver_too_old", "no_nvidia_driver", "cuda_init_failed",
+                "nvml_driver_mismatch")
 ARCH_CODES = ("no_kernel_image", "cuda_arch_incompatible")
 NCCL_CODES: tuple[str, ...] = ()  # no message form of a version mismatch is known yet
 # The UserWarning torch prints when CUDA cannot initialise (the run then goes on without a GPU).

@@ -9,7 +9,8 @@ from playbooks.base import Playbook, Threshold, declare
 from playbooks.evidence import detection, events, first_message, ranks_text
 from playbooks.model import Cause, Detection, Severity
 
-DDP_CODES = ("ddp_unused_parameters", "ddp_unused_parameter_list", "ddp_marked_ready_twice", "fsdp_requires_grad_mismatch")
+DDP_CODES = ("ddp_unused_parameters", "ddp_unused_parameter_list", "ddp_marked_ready_twice", "fsdp_requires_grad_mismatch",
+             "grad_norm_mismatch")
 
 PLAYBOOK = declare(
     Playbook(

@@ -14,7 +14,7 @@ TIMEOUT_CODES = ("nccl_watchdog_timeout", "nccl_work_status", "nccl_heartbeat_ti
                  "store_socket_timeout", "gloo_error")
 ERROR_CODES = ("nccl_error", "nccl_error_detail", "nccl_comm_aborted", "nccl_socket_connect_failed",
                "nccl_ib_completion_error", "nccl_warn", "dist_network_error", "nccl_ops_failed",
-               "nccl_unique_id_store_error")
+               "nccl_unique_id_store_error", "nccl_duplicate_gpu")
 NETWORK_TEXT = r"(?i)socket|connect|NET/IB|ibv_|network|Connection reset|remote process exited|ib_|RoCE"
 # Failures of the fabric itself: IB work completions in error, refused or aborted connections, a peer
 # closing the socket. A peer that died first causes them too; the engine then confirms peer_died_first.

@@ -15,8 +15,9 @@ CPU_ALLOC_CODES = ("cpu_alloc_failed",)
 SHM_CODES = ("dataloader_worker_bus_error", "nccl_shm_attach_failed")
 WORKER_CODES = ("dataloader_worker_killed", "dataloader_worker_exited")
 # A process ended by SIGKILL: the OOM killer's usual signal, but a scheduler or a person may send it too.
-SIGKILL_CODES = ("torchrun_child_failed", "torchrun_worker_signal", "torchrun_child_failed_report", "deepspeed_launcher_exit")
-SIGKILL_TEXT = r"exitcode: -9|exitcode\s*:\s*-9|Signal 9 \(SIGKILL\)|return code = -9"
+SIGKILL_CODES = ("torchrun_child_failed", "torchrun_worker_signal", "torchrun_child_failed_report", "deepspeed_launcher_exit",
+                 "spawn_process_exited")
+SIGKILL_TEXT = r"exitcode: -9|exitcode\s*:\s*-9|Signal 9 \(SIGKILL\)|return code = -9|signal SIGKILL|Signals\.SIGKILL"
 
 PLAYBOOK = declare(
     Playbook(
