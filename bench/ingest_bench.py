@@ -524,11 +524,16 @@ def grep_patterns() -> tuple[list[str], list[str]]:
     return pats, skipped
 
 
-def run_grep(plain: Path, patterns: list[str], locale: str = "C.UTF-8") -> tuple[float, int]:
-    """Seconds and matching-line count of one `grep -E -c -f` over every decompressed file."""
+def pattern_file(patterns: list[str]) -> str:
+    """A temporary file of ERE patterns, one per line, for `grep -f` (the caller unlinks it)."""
     with tempfile.NamedTemporaryFile("w", suffix=".ere", delete=False) as fh:
         fh.write("\n".join(patterns) + "\n")
-        pfile = fh.name
+    return fh.name
+
+
+def run_grep(plain: Path, patterns: list[str], locale: str = "C.UTF-8") -> tuple[float, int]:
+    """Seconds and matching-line count of one `grep -E -c -f` over every decompressed file."""
+    pfile = pattern_file(patterns)
     files = sorted(str(p) for p in plain.iterdir())
     env = dict(os.environ, LC_ALL=locale)
     t0 = time.perf_counter()

@@ -20,6 +20,7 @@ import polars as pl
 from parsers.metric_grammars import GRAMMARS
 from parsers.metric_grammars import tqdm as tqdm_grammar
 from parsers.metric_grammars import yolo as yolo_grammar
+from parsers.metric_grammars.common import Grammar
 from parsers.metric_grammars.steps import assign_hf_steps
 
 SCHEMA = {
@@ -136,7 +137,7 @@ def extract(cand: pl.DataFrame, state: dict) -> pl.DataFrame:
     return pl.concat([meta, rows.select("step", "name", "value", "source")], how="horizontal").select(list(SCHEMA)).cast(SCHEMA)
 
 
-def _claims(msg: pl.Series, grammar) -> pl.Series | None:
+def _claims(msg: pl.Series, grammar: Grammar) -> pl.Series | None:
     """Which lines `grammar` claims (its needles, then its match regex on those only); None when none."""
     near = msg.str.contains_any(list(grammar.needles), ascii_case_insensitive=True)
     if not near.any():

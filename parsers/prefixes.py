@@ -40,7 +40,7 @@ PDSH_PREFIX = rf"{PDSH_HOST}(?:\[\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{
 # Slurm `srun --label`: the task id, right-aligned to the width of the largest (`3: `, ` 3: `, `12: `).
 # The task is a rank only when srun starts one task per GPU (with torchrun per node it is the node),
 # so it is cut and not taken for the rank.
-SRUN_LABEL = r"^ *\d{1,5}: "
+SRUN_LABEL = r"^ *(\d{1,5}): "
 # A log pasted inside a Markdown quote in an issue thread: `> ` before every line.
 QUOTE_MARK = r"^> ?"
 # Ray's log deduplication suffix (Ray >= 2.3): the line stood for several identical lines.
@@ -216,7 +216,7 @@ def _peel_paste_and_labels(msg: pl.Series) -> pl.Series:
     first = msg.str.slice(0, 1)
     if first.is_in(list(" 0123456789")).sum() * 2 < n:
         return msg
-    labels = msg.str.extract(r"^ *(\d{1,5}): ", 1)
+    labels = msg.str.extract(SRUN_LABEL, 1)
     labelled = labels.is_not_null().sum()
     distinct = labels.drop_nulls().n_unique()
     if labelled * 2 >= n and labelled >= 2 and labelled >= 2 * distinct:
