@@ -22,6 +22,7 @@ from forensics import spool
 from forensics import tables as T
 from forensics.discover import discover
 from forensics.sniff import sniff_source
+from forensics.steps import carry_across_files
 from parsers.base import ParseResult
 
 
@@ -38,7 +39,11 @@ class Run:
     def table(self, name: str) -> pa.Table:
         """One evidence table (empty with its schema when nothing produced it)."""
         if name not in self.tables and name in self.parts:
-            self.tables[name] = T.concat(name, [_load(p) for p in self.parts.pop(name)])
+            table = T.concat(name, [_load(p) for p in self.parts.pop(name)])
+            if name == "events":
+                # Steps cross files only by the clock, which needs every file's rows: done on assembly.
+                table = carry_across_files(table, self.table("metrics"))
+            self.tables[name] = table
         return self.tables.get(name) or T.empty(name)
 
 

@@ -54,9 +54,10 @@ DS_RANK_PREFIX = rf"^\[\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}(?:[.,]
 INNER_RANK = r"\[PG (?:ID )?\d+ (?:PG GUID \S+ )?Rank (\d+)\]|^\[Rank (\d+)\]"
 
 # (name, pattern with a `ts` group where the prefix has a time, kind of time stamp). `bracket_iso` also
-# takes Ray's C++ (spdlog) stamp `[2025-12-07 09:57:19,206 E 393463 393463]` (level, pid, thread id).
+# takes Ray's C++ (spdlog) stamp `[2025-12-07 09:57:19,206 E 393463 393463]` (level, pid, thread id), and
+# Megatron's own ` [2025-03-01 10:00:00.123456] iteration ...` (its log string starts with a space).
 LOG_PREFIXES: list[tuple[str, str, str]] = [
-    ("bracket_iso", rf"^\[(?P<ts>\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d{{1,9}})?)(?: [A-Z] \d+ \d+)?\]\s*(?:\[{_LVL}\]\s*(?:\[[^\]]*\]\s*)*|[\w.]+: \[{_LVL}\]\s*)?", "ymd"),
+    ("bracket_iso", rf"^ ?\[(?P<ts>\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d{{1,9}})?)(?: [A-Z] \d+ \d+)?\]\s*(?:\[{_LVL}\]\s*(?:\[[^\]]*\]\s*)*|[\w.]+: \[{_LVL}\]\s*)?", "ymd"),
     ("glog", r"^[VIWEFC](?P<ts>\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6}) +\d+ [^\]\s]+:\d+\] ", "md"),
     ("c10_new", r"^\[[VIWEFC](?P<ts>\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6,9}) [^\]\s]+:\d+\] ", "md"),
     ("c10_old", r"^\[[VIWEFC] [^\]\s]+:\d+\] ", ""),
@@ -128,7 +129,7 @@ def _parse_iso_series(iso: pl.Series) -> pl.Series:
 # this short span costs a fraction of capturing the whole prefix. (`iso` is not listed: its
 # optional zone can be given back to its separator, so it is captured with the full pattern.)
 _TS_NARROW = {
-    "bracket_iso": r"^\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)(?: [A-Z] \d+ \d+)?\]",
+    "bracket_iso": r"^ ?\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)(?: [A-Z] \d+ \d+)?\]",
     "glog": r"^[VIWEFC](\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6}) ",
     "c10_new": r"^\[[VIWEFC](\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6,9}) ",
     "nemo": r"^\[NeMo [DIWECF] (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) ",
@@ -153,7 +154,7 @@ def _peel_rank(msg: pl.Series, ranks: list[pl.Series]) -> tuple[pl.Series, bool]
 # The characters a line can start with for each time-stamped prefix to match (a prefix whose
 # first character is absent from a frame is not tried). A prefix not listed is always tried.
 _FIRST_CHARS = {
-    "bracket_iso": "[",
+    "bracket_iso": "[ ",
     "glog": "VIWEFC",
     "c10_new": "[",
     "nemo": "[",
