@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 
 import numpy as np
 import polars as pl
@@ -30,7 +31,16 @@ EVENT_COLS = ["line", "end_line", "ts", "rank", "step", "code", "severity", "mes
 METRIC_COLS = ["line", "seg", "ts", "rank", "step", "name", "value", "source"]
 
 
-def _year_of(src) -> int:
+# A full date and time near the top of the log (a record prefix, Megatron's stamp, a launcher's line).
+_DATED = re.compile(r"\b(20\d{2})-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])[ T]\d{2}:\d{2}:\d{2}")
+
+
+def _year_of(src, head: str = "") -> int:
+    """The year of year-less stamps (glog's `E0626 06:24:44`): the log's own dated stamps say it best
+    (a log copied or downloaded later has a new mtime); else the file's mtime, else now."""
+    dated = _DATED.search(head)
+    if dated:
+        return int(dated.group(1))
     try:
         return dt.datetime.fromtimestamp(os.stat(src.path).st_mtime, dt.timezone.utc).year
     except OSError:
@@ -150,7 +160,7 @@ class _Output:
 def parse(src, sn: Sniffed) -> ParseResult:
     """Parse one text log into events and metrics."""
     stats = ReadStats()
-    year = _year_of(src)
+    year = _year_of(src, sn.text if sn is not None else "")
     state: dict = {}  # extractor state carried across chunks (e.g. last step per rank)
     file_rank = rank_from_path(src.rel)
     out = _Output(src.rel, file_rank)

@@ -76,3 +76,17 @@ def test_a_step_found_in_the_events_own_file_is_kept(tmp_path):
     }
     ev = _events(_run(tmp_path, files))
     assert ev.get_column("step").to_list() == [200]
+
+
+def test_year_less_stamps_take_the_year_of_the_logs_dated_stamps(tmp_path):
+    # The file is written now (its mtime says this year); its own stamps say 2025.
+    files = {"logs/rank0.log": _megatron(100, 10) + _watchdog(0, 25)}
+    run = ingest(write_run(tmp_path, files))
+    ev = _events(run)
+    assert ev.get_column("ts").dt.strftime("%Y-%m-%d %H:%M:%S").to_list() == ["2025-06-26 06:14:25"]
+    assert ev.get_column("step").to_list() == [100]
+
+
+def test_year_less_stamps_alone_take_the_files_mtime_year(tmp_path):
+    run = _run(tmp_path, {"logs/rank0.log": _watchdog(0, 25)})
+    assert _events(run).get_column("ts").dt.year().to_list() == [2025]
