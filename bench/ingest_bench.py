@@ -608,7 +608,15 @@ print(json.dumps({
     # Row counts without assembling the metrics table (that would be the consumer's memory, not ingest's).
     "metrics": sum(_load(p).num_rows for p in parts), "events": events.num_rows, "codes": codes,
     "statuses": sorted({(f["status"], f["error"] or "") for f in files}),
-}))
+}), flush=True)
+# What `forensics ingest RUN -o DIR` does next: every table written as Parquet (the parent keeps
+# sampling memory until the child exits, so this phase has its own peak).
+import tempfile
+from forensics import cache
+t3 = time.perf_counter()
+with tempfile.TemporaryDirectory() as out:
+    cache.save(run, __import__("pathlib").Path(out))
+print("SAVED " + json.dumps({"save_s": time.perf_counter() - t3}), flush=True)
 """
 
 
@@ -659,9 +667,12 @@ def run_ingest(run: Path, workers: str | None = None) -> dict:
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     peak = 0
-    while proc.poll() is None and not ingested.is_set():
+    peak_ingest = None
+    while proc.poll() is None:
         if sys.platform.startswith("linux"):
             peak = max(peak, _tree_rss_kib(proc.pid))
+        if peak_ingest is None and ingested.is_set():
+            peak_ingest = peak
         time.sleep(0.05)
     err_s = proc.stderr.read()
     proc.wait()
@@ -670,9 +681,11 @@ def run_ingest(run: Path, workers: str | None = None) -> dict:
     if proc.returncode != 0:
         raise RuntimeError(f"ingest failed:\n{err_s}")
     out = json.loads(next(x for x in lines if x.startswith("INGESTED "))[len("INGESTED "):])
-    out.update(json.loads(lines[-1]))
+    out.update(json.loads(next(x for x in lines if x.startswith("{"))))
+    out.update(json.loads(next(x for x in lines if x.startswith("SAVED "))[len("SAVED "):]))
     out["wall_s"] = wall
-    out["rss_tree_kib"] = peak
+    out["rss_tree_kib"] = peak if peak_ingest is None else peak_ingest
+    out["rss_with_save_kib"] = peak
     return out
 
 
@@ -720,6 +733,8 @@ def main() -> int:
               f"imports {ing['import_s']:.1f} s")
         print(f"  peak RSS {ing['rss_tree_kib'] / 1024:.0f} MiB (parent + workers, sampled every 50 ms); "
               f"max RSS {ing['rss_self_kib'] / 1024:.0f} MiB (parent), {ing['rss_children_kib'] / 1024:.0f} MiB (largest worker)")
+        print(f"  then every table written as Parquet (what `forensics ingest -o` does): {ing['save_s']:.1f} s, "
+              f"peak RSS {ing['rss_with_save_kib'] / 1024:.0f} MiB")
         print(f"  events by code: {dict(sorted(ing['codes'].items()))}")
         bad = [s for s in ing["statuses"] if s[0] != "parsed"]
         if bad:
@@ -732,7 +747,7 @@ def main() -> int:
         if not sample and l_sig != g_n:
             print(f"  note: grep counted {g_n} lines, the loop {l_sig} (grep sees ANSI codes and whole \\r-joined lines)")
         print(f"RESULT {size} MB: ingest/grep = {i_s / greps['C']:.2f}x vs grep in the C locale, {i_s / greps['C.UTF-8']:.2f}x vs grep in "
-              f"C.UTF-8 (target <= 3); python loop/ingest = {l_s * scale / i_s:.2f}x (target >= 3); peak RSS = {rss:.0f} MiB (target < 1024)")
+              f"C.UTF-8 (target <= 3); python loop/ingest = {l_s * scale / i_s:.2f}x (target >= 3); peak RSS = {rss:.0f} MiB, {ing['rss_with_save_kib'] / 1024:.0f} MiB with the Parquet writing (target < 1024)")
         print(f"load average now: {os.getloadavg()[0]:.1f}")
     return 0
 

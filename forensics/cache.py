@@ -61,7 +61,10 @@ def save(run: Run, out: Path) -> None:
     """Write every table as Parquet plus a manifest holding the input fingerprint."""
     out.mkdir(parents=True, exist_ok=True)
     for name in T.SCHEMAS:
-        pq.write_table(run.table(name), out / f"{name}.parquet", compression="zstd")
+        # Part by part: a big run's metrics never need to be in memory at once.
+        with pq.ParquetWriter(out / f"{name}.parquet", T.SCHEMAS[name], compression="zstd") as writer:
+            for batch in run.batches(name):
+                writer.write_table(batch)
     manifest = {
         "forensics_version": __version__,
         "root": str(Path(run.root).resolve()),

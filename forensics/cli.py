@@ -65,7 +65,7 @@ def ingest(run: Path, out: Path | None, quiet: bool) -> None:
     result = do_ingest(run, progress=progress)
     target = out or cache.default_dir(run)
     cache.save(result, target)
-    counts = ", ".join(f"{name} {result.table(name).num_rows}" for name in ("events", "metrics", "gpu", "gpu_procs", "spans", "counters"))
+    counts = ", ".join(f"{name} {result.num_rows(name)}" for name in ("events", "metrics", "gpu", "gpu_procs", "spans", "counters"))
     click.echo(f"{result.table('files').num_rows} files; {counts}; tables in {target}")
 
 

@@ -13,6 +13,7 @@ import shutil
 import tempfile
 import traceback
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,9 +43,23 @@ class Run:
             table = T.concat(name, [_load(p) for p in self.parts.pop(name)])
             if name == "events":
                 # Steps cross files only by the clock, which needs every file's rows: done on assembly.
-                table = carry_across_files(table, self.table("metrics"))
+                table = carry_across_files(table, self.batches("metrics"))
             self.tables[name] = table
         return self.tables.get(name) or T.empty(name)
+
+    def batches(self, name: str) -> Iterator[pa.Table]:
+        """The table of `name` part by part, in file order, each cast to its schema, without
+        assembling it: a consumer that streams (the Parquet writer, a row count) keeps one part in
+        memory at a time. Events are always assembled first (they are small, and take their steps then)."""
+        if name == "events" or name in self.tables or name not in self.parts:
+            yield self.table(name)
+            return
+        for part in self.parts[name]:
+            yield T.conform(name, _load(part))
+
+    def num_rows(self, name: str) -> int:
+        """Rows of a table, without assembling it."""
+        return sum(b.num_rows for b in self.batches(name))
 
 
 def _load(part: pa.Table | Path) -> pa.Table:

@@ -9,6 +9,8 @@ step of the latest metric row of its rank stamped at or before it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import polars as pl
 import pyarrow as pa
 
@@ -18,28 +20,35 @@ from forensics import tables as T
 _NO_RANK = -1
 
 
-def carry_across_files(events: pa.Table, metrics: pa.Table) -> pa.Table:
-    """`events` with a null `step` filled from the latest step of its rank at or before its `ts`.
-
-    Only events with a timestamp and no step are looked up, and only metric rows with both a
-    timestamp and a step serve as anchors; everything else is returned unchanged.
-    """
-    if events.num_rows == 0 or metrics.num_rows == 0:
-        return events
-    ev = pl.from_arrow(events.select(["ts", "rank", "step"]))
-    need = ev.get_column("step").is_null() & ev.get_column("ts").is_not_null()
-    if not need.any():
-        return events
-    anchors = (
+def _anchors(metrics: pa.Table) -> pl.DataFrame:
+    """(rank key, ts, step) of the metric rows that have both a stamp and a step, one per stamp."""
+    return (
         pl.from_arrow(metrics.select(["ts", "rank", "step"]))
         .filter(pl.col("step").is_not_null() & pl.col("ts").is_not_null())
         .select(pl.col("ts"), pl.col("rank").fill_null(_NO_RANK).alias("_r"), pl.col("step").alias("_s"))
         # Several rows share one line's stamp: the highest step of a stamp is the one reached by then.
         .group_by("_r", "ts").agg(pl.col("_s").max())
-        .sort("ts")
     )
-    if anchors.height == 0:
+
+
+def carry_across_files(events: pa.Table, metrics: Iterable[pa.Table]) -> pa.Table:
+    """`events` with a null `step` filled from the latest step of its rank at or before its `ts`.
+
+    `metrics` is the metrics table in parts (it can be far bigger than memory should hold at once;
+    each part is reduced to one anchor per stamp). Only events with a timestamp and no step are
+    looked up, and only metric rows with both a timestamp and a step serve as anchors; everything
+    else is returned unchanged.
+    """
+    if events.num_rows == 0:
         return events
+    ev = pl.from_arrow(events.select(["ts", "rank", "step"]))
+    need = ev.get_column("step").is_null() & ev.get_column("ts").is_not_null()
+    if not need.any():
+        return events
+    parts = [a for a in (_anchors(m) for m in metrics if m.num_rows) if a.height]
+    if not parts:
+        return events
+    anchors = pl.concat(parts).group_by("_r", "ts").agg(pl.col("_s").max()).sort("ts")
     pos = need.arg_true()
     sub = (
         ev.gather(pos)
