@@ -10,8 +10,10 @@ from playbooks.evidence import combine, detection, events, first_message, ranks_
 from playbooks.fields import field
 from playbooks.model import ANY_PLAYBOOK, Cause, Detection, Severity
 
+# gloo's monitoredBarrier names the ranks that never arrived; a dump signal is a peer's watchdog timeout
+# relayed to this rank (it names the rank that timed out first).
 TIMEOUT_CODES = ("nccl_watchdog_timeout", "nccl_work_status", "nccl_heartbeat_timeout", "store_timeout",
-                 "store_socket_timeout", "gloo_error")
+                 "store_socket_timeout", "gloo_error", "gloo_monitored_barrier_failed", "nccl_dump_signal")
 ERROR_CODES = ("nccl_error", "nccl_error_detail", "nccl_comm_aborted", "nccl_socket_connect_failed",
                "nccl_ib_completion_error", "nccl_warn", "dist_network_error", "nccl_ops_failed",
                "nccl_unique_id_store_error", "nccl_duplicate_gpu")
@@ -54,7 +56,9 @@ PLAYBOOK = declare(
         doc="""\
 ## Symptom
 A rank's watchdog reports `Watchdog caught collective operation timeout: WorkNCCL(SeqNum=…, OpType=…)`,
-a heartbeat-monitor abort, a gloo/store timeout, or an `NCCL error` (`unhandled system error`,
+a heartbeat-monitor abort or a peer's dump signal (`Received a dump signal due to a collective timeout
+from rank N`), a gloo/store timeout, gloo's `Ranks N failed to pass monitoredBarrier` (naming the ranks
+that never arrived), or an `NCCL error` (`unhandled system error`,
 `internal error`, `remote process exited or there was a network error`).
 
 ## Why it matters
@@ -103,6 +107,10 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         ops = seq.get_column("op").drop_nulls().unique().to_list()
         if ops:
             facts["op_types"] = sorted(ops)
+        absent = timeouts.filter(pl.col("code") == "gloo_monitored_barrier_failed").select(field("failed_ranks")).to_series()
+        absent_ranks = sorted({int(r) for v in absent.drop_nulls().to_list() for r in v.replace(" ", "").split(",") if r.isdigit()})
+        if absent_ranks:
+            facts["barrier_absent_ranks"] = absent_ranks
         silent = _silent_ranks(ctx, timeouts)
         if silent:
             # Ranks whose logs show progress but neither a timeout nor any error: they never reached the
@@ -134,6 +142,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     summary = f"{kind} on {ranks_text(ranks) or 'an unknown rank'}: {first_message(timeouts if timeouts.height else errors)}"
     if "lagging_rank" in facts:
         summary += f" (rank {facts['lagging_rank']} is behind at SeqNum {facts['lagging_seq']})"
+    if facts.get("barrier_absent_ranks"):
+        summary += f" ({ranks_text(facts['barrier_absent_ranks'])} never reached the monitored barrier)"
     if facts.get("silent_ranks"):
         summary += f" ({ranks_text(facts['silent_ranks'])} logged no timeout and no error: it never reached the collective)"
     return detection(ev, summary, causes, confidence=0.9 if severity is None else 0.5, facts=facts, severity=severity)
