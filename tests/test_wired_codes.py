@@ -230,3 +230,11 @@ def test_batch_finder_reaching_zero_stays_critical_after_caught_ooms(tmp_path):
     a = run_of(tmp_path, {"train.log": skipped + "RuntimeError: No executable batch size found, reached zero\n"})
     top = problems(a)[0]
     assert (top.id, top.severity, top.causes[0].cause.id) == ("cuda-oom", Severity.CRITICAL, "demand_above_capacity")
+
+
+def test_store_client_giving_up_is_read_but_its_retries_are_not(tmp_path):
+    # Recorded here (tests/recordings/events/store_connect_refused.log, torch 2.13): no TCPStore server.
+    root = write_run(tmp_path, {"store.log": (ROOT / "tests" / "recordings" / "events" / "store_connect_refused.log").read_text(encoding="utf-8")})
+    top = problems(analyze(Context(ingest(root))))[0]
+    assert top.id == "nccl-timeout" and top.onset.line == 1
+    assert "store.log:1" in cited(top) and "store.log:2" not in cited(top)  # line 2: `- retrying (try=0, …)`

@@ -21,6 +21,9 @@ NETWORK_TEXT = r"(?i)socket|connect|NET/IB|ibv_|network|Connection reset|remote 
 # Failures of the fabric itself: IB work completions in error, refused or aborted connections, a peer
 # closing the socket. A peer that died first causes them too; the engine then confirms peer_died_first.
 FABRIC_CODES = ("nccl_ib_completion_error", "nccl_socket_connect_failed")
+# A store client giving up on the master's TCPStore (the same failure as the DistNetworkError it raises);
+# its `retrying` warnings are not failures.
+STORE_CONNECT_CODES = ("store_connect_failed",)
 # NCCL_DEBUG=WARN lines printed by healthy runs: topology probing in VMs and containers, network
 # plugin loading (NCCL falls back to its internal transports).
 BENIGN_WARN = r"Could not find real path|NET/Plugin|No plugin found|Failed to open libibverbs|NET/IB : No device found"
@@ -72,7 +75,9 @@ with their `Last error` detail; `NCCL WARN` lines. Fabric errors (IB completions
 rank the network cause first, unless another finding shows a peer died first (then its failure is
 the root and this finding its consequence). A rank that cannot fetch the NCCL id from rank 0 through
 the store (`is setting up NCCL communicator and retrieving ncclUniqueId from [0] … got error: …`)
-is reported too; rank 0 usually died or stalled before it published the id.
+is reported too; rank 0 usually died or stalled before it published the id. So is a store client that
+gives up connecting to the master's TCPStore (`The client socket has timed out after …ms while trying to
+connect to (host, port)`); its `- retrying (try=N, …)` warnings are not counted.
 
 A rank that logs progress but neither a timeout nor an error while the others time out never reached
 the collective: it is named, and the straggler cause ranks first.
@@ -91,7 +96,7 @@ an `info` finding, other warnings a `medium` one.
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Timeouts and NCCL errors, with the lagging rank told from the sequence numbers."""
     timeouts = events(ctx, TIMEOUT_CODES)
-    errors = events(ctx, ERROR_CODES)
+    errors = combine(events(ctx, ERROR_CODES), ctx.events_of(*STORE_CONNECT_CODES, severity=("error",)))
     if timeouts.height == 0 and errors.height == 0:
         return None
     ev = combine(timeouts, errors)
