@@ -238,3 +238,10 @@ def test_store_client_giving_up_is_read_but_its_retries_are_not(tmp_path):
     top = problems(analyze(Context(ingest(root))))[0]
     assert top.id == "nccl-timeout" and top.onset.line == 1
     assert "store.log:1" in cited(top) and "store.log:2" not in cited(top)  # line 2: `- retrying (try=0, …)`
+
+
+def test_tasks_killed_after_another_task_failed_are_its_consequence(tmp_path):
+    # srun --kill-on-bad-exit: the first failure (facebookincubator/submitit#1708's report) makes srun SIGKILL the
+    # remaining tasks (ArjunaCluster/ArjunaUsers#48's report form); the kill is not a host OOM.
+    a = run_of(tmp_path, {"slurm.out": "srun: error: SERVER_NAME: tasks 2-3: Exited with exit code 1\n" + SRUN_KILLED + "\n"})
+    assert "host-memory-exhaustion" not in {f.id for f in a.findings}

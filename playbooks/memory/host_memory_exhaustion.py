@@ -87,7 +87,8 @@ A bare `Killed` line is not counted. A launcher report of a worker killed by SIG
 gives a finding of low confidence that says so: the OOM killer is the usual sender, but a scheduler or
 a person may have sent the signal; `dmesg` decides. When the scheduler says it stopped the job
 (`*** JOB … CANCELLED AT …` for a time limit, `scancel`, preemption or requeue; a launcher's death
-signal), the SIGKILLs that follow are its own and nothing is reported.
+signal), the SIGKILLs that follow are its own and nothing is reported; so are srun's `Killed` tasks
+after another task's failure was reported (`--kill-on-bad-exit`).
 """,
     )
 )
@@ -151,6 +152,12 @@ def _matching(ev: pl.DataFrame, pattern: str) -> pl.DataFrame:
 def _sigkill_only(ctx: Context) -> Detection | None:
     """Workers killed by SIGKILL with no other host evidence: a possible OOM kill, reported as unproven."""
     ev = events(ctx, SIGKILL_CODES, text=SIGKILL_TEXT)
+    # srun --kill-on-bad-exit SIGKILLs the other tasks once one has failed: after an earlier srun report of
+    # another end (`Exited with exit code 1`, `Segmentation fault`) their `Killed` is that failure's consequence.
+    failed = events(ctx, SLURM_TASK).filter(field("status") != "Killed").group_by("file").agg(pl.col("line").min().alias("_first"))
+    if failed.height and ev.height:
+        ev = ev.join(failed, on="file", how="left").filter(
+            (pl.col("code") != "slurm_task_failed") | pl.col("_first").is_null() | (pl.col("line") < pl.col("_first"))).drop("_first")
     if ev.height == 0:
         return None
     # A job the scheduler stopped (time limit, scancel, preemption) is killed by the scheduler, not the OOM killer.
