@@ -10,6 +10,9 @@ from playbooks.model import Cause, Detection, Severity
 DRIVER_CODES = ("cuda_driver_insufficient", "cuda_driver_too_old", "no_nvidia_driver", "cuda_init_failed",
                 "nvml_driver_mismatch")
 ARCH_CODES = ("no_kernel_image", "cuda_arch_incompatible")
+# torch initialised CUDA and found no device: none visible to the process (CUDA_VISIBLE_DEVICES naming an
+# index the machine or the job's allocation does not have, a job or container given no GPU).
+NO_DEVICE_CODES = ("cuda_no_device",)
 NCCL_CODES: tuple[str, ...] = ()  # no message form of a version mismatch is known yet
 # The UserWarning torch prints when CUDA cannot initialise (the run then goes on without a GPU).
 INIT_WARNING = r"UserWarning: CUDA initialization:|^CUDA initialization:"
@@ -30,6 +33,11 @@ PLAYBOOK = declare(
             Cause("wrong_arch", "The wheel has no kernels for this GPU architecture (sm_XX)",
                   verify="python -c 'import torch; print(torch.cuda.get_arch_list(), torch.cuda.get_device_capability())'",
                   fix="Install a build that includes this architecture, or build extensions with TORCH_CUDA_ARCH_LIST set", prior=0.35),
+            Cause("no_visible_gpu", "No GPU is visible to the process: CUDA_VISIBLE_DEVICES names a device index that does not "
+                                    "exist here (often hard-coded in the script), or the job/container was given no GPU",
+                  verify="echo $CUDA_VISIBLE_DEVICES; nvidia-smi -L; grep -rn CUDA_VISIBLE_DEVICES in the scripts; the job's --gres/--gpus",
+                  fix="Remove or correct the hard-coded CUDA_VISIBLE_DEVICES; request GPUs from the scheduler (--gres=gpu:N) "
+                      "or the container runtime (--gpus all)", prior=0.3),
             Cause("nccl_mismatch", "Different NCCL/CUDA versions across nodes or against the system library",
                   verify="NCCL_DEBUG=VERSION on every node; python -m torch.utils.collect_env",
                   fix="Use one container image on all nodes; don't LD_PRELOAD a different libnccl", prior=0.15),
@@ -41,14 +49,16 @@ PLAYBOOK = declare(
 ## Symptom
 `CUDA driver version is insufficient for CUDA runtime version`, `no kernel image is available for
 execution on the device`, `… with CUDA capability sm_XX is not compatible with the current PyTorch
-installation`, NCCL version mismatches.
+installation`, NCCL version mismatches, `No CUDA GPUs are available` (torch found no device it may use:
+usually `CUDA_VISIBLE_DEVICES` names an index this machine or job does not have).
 
 ## Why it matters
 Nothing in the training code is wrong; the environment is. The run fails at its first CUDA call, or
 worse, one node of many differs.
 
 ## Evidence
-`events` with driver, architecture and NCCL-version codes.
+`events` with driver, architecture and NCCL-version codes, and torch finding no visible device (which
+ranks `no_visible_gpu` first: the driver answered, the process was shown no GPU).
 
 ## Known false positives
 None known for the error forms. The sm_XX compatibility text and the `UserWarning: CUDA initialization: …`
@@ -65,7 +75,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     import polars as pl
 
     drv, arch, nccl = events(ctx, DRIVER_CODES), events(ctx, ARCH_CODES), events(ctx, NCCL_CODES)
-    parts = [p for p in (drv, arch, nccl) if p.height]
+    none_visible = events(ctx, NO_DEVICE_CODES)
+    parts = [p for p in (drv, arch, nccl, none_visible) if p.height]
     if not parts:
         return None
     ev = combine(*parts)
@@ -76,6 +87,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         causes["wrong_arch"] = 0.9
     if nccl.height:
         causes["nccl_mismatch"] = 0.8
+    if none_visible.height:
+        causes["no_visible_gpu"] = 1.0
     # torch prints driver problems at CUDA initialisation as a UserWarning and goes on without the GPU.
     raised = ev.filter((pl.col("severity") == "error") & ~pl.col("message").str.contains(INIT_WARNING))
     only_warning = raised.height == 0

@@ -10,8 +10,10 @@ from playbooks.evidence import combine, detection, events, first_message, ranks_
 from playbooks.fields import field
 from playbooks.model import ANY_PLAYBOOK, Cause, Detection, Severity
 
+# gloo's monitoredBarrier names the ranks that never arrived; a dump signal is a peer's watchdog timeout
+# relayed to this rank (it names the rank that timed out first).
 TIMEOUT_CODES = ("nccl_watchdog_timeout", "nccl_work_status", "nccl_heartbeat_timeout", "store_timeout",
-                 "store_socket_timeout", "gloo_error")
+                 "store_socket_timeout", "gloo_error", "gloo_monitored_barrier_failed", "nccl_dump_signal")
 ERROR_CODES = ("nccl_error", "nccl_error_detail", "nccl_comm_aborted", "nccl_socket_connect_failed",
                "nccl_ib_completion_error", "nccl_warn", "dist_network_error", "nccl_ops_failed",
                "nccl_unique_id_store_error", "nccl_duplicate_gpu")
@@ -19,6 +21,9 @@ NETWORK_TEXT = r"(?i)socket|connect|NET/IB|ibv_|network|Connection reset|remote 
 # Failures of the fabric itself: IB work completions in error, refused or aborted connections, a peer
 # closing the socket. A peer that died first causes them too; the engine then confirms peer_died_first.
 FABRIC_CODES = ("nccl_ib_completion_error", "nccl_socket_connect_failed")
+# A store client giving up on the master's TCPStore (the same failure as the DistNetworkError it raises);
+# its `retrying` warnings are not failures.
+STORE_CONNECT_CODES = ("store_connect_failed",)
 # NCCL_DEBUG=WARN lines printed by healthy runs: topology probing in VMs and containers, network
 # plugin loading (NCCL falls back to its internal transports).
 BENIGN_WARN = r"Could not find real path|NET/Plugin|No plugin found|Failed to open libibverbs|NET/IB : No device found"
@@ -54,7 +59,9 @@ PLAYBOOK = declare(
         doc="""\
 ## Symptom
 A rank's watchdog reports `Watchdog caught collective operation timeout: WorkNCCL(SeqNum=…, OpType=…)`,
-a heartbeat-monitor abort, a gloo/store timeout, or an `NCCL error` (`unhandled system error`,
+a heartbeat-monitor abort or a peer's dump signal (`Received a dump signal due to a collective timeout
+from rank N`), a gloo/store timeout, gloo's `Ranks N failed to pass monitoredBarrier` (naming the ranks
+that never arrived), or an `NCCL error` (`unhandled system error`,
 `internal error`, `remote process exited or there was a network error`).
 
 ## Why it matters
@@ -68,7 +75,9 @@ with their `Last error` detail; `NCCL WARN` lines. Fabric errors (IB completions
 rank the network cause first, unless another finding shows a peer died first (then its failure is
 the root and this finding its consequence). A rank that cannot fetch the NCCL id from rank 0 through
 the store (`is setting up NCCL communicator and retrieving ncclUniqueId from [0] … got error: …`)
-is reported too; rank 0 usually died or stalled before it published the id.
+is reported too; rank 0 usually died or stalled before it published the id. So is a store client that
+gives up connecting to the master's TCPStore (`The client socket has timed out after …ms while trying to
+connect to (host, port)`); its `- retrying (try=N, …)` warnings are not counted.
 
 A rank that logs progress but neither a timeout nor an error while the others time out never reached
 the collective: it is named, and the straggler cause ranks first.
@@ -87,7 +96,7 @@ an `info` finding, other warnings a `medium` one.
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Timeouts and NCCL errors, with the lagging rank told from the sequence numbers."""
     timeouts = events(ctx, TIMEOUT_CODES)
-    errors = events(ctx, ERROR_CODES)
+    errors = combine(events(ctx, ERROR_CODES), ctx.events_of(*STORE_CONNECT_CODES, severity=("error",)))
     if timeouts.height == 0 and errors.height == 0:
         return None
     ev = combine(timeouts, errors)
@@ -103,6 +112,10 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         ops = seq.get_column("op").drop_nulls().unique().to_list()
         if ops:
             facts["op_types"] = sorted(ops)
+        absent = timeouts.filter(pl.col("code") == "gloo_monitored_barrier_failed").select(field("failed_ranks")).to_series()
+        absent_ranks = sorted({int(r) for v in absent.drop_nulls().to_list() for r in v.replace(" ", "").split(",") if r.isdigit()})
+        if absent_ranks:
+            facts["barrier_absent_ranks"] = absent_ranks
         silent = _silent_ranks(ctx, timeouts)
         if silent:
             # Ranks whose logs show progress but neither a timeout nor any error: they never reached the
@@ -134,6 +147,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     summary = f"{kind} on {ranks_text(ranks) or 'an unknown rank'}: {first_message(timeouts if timeouts.height else errors)}"
     if "lagging_rank" in facts:
         summary += f" (rank {facts['lagging_rank']} is behind at SeqNum {facts['lagging_seq']})"
+    if facts.get("barrier_absent_ranks"):
+        summary += f" ({ranks_text(facts['barrier_absent_ranks'])} never reached the monitored barrier)"
     if facts.get("silent_ranks"):
         summary += f" ({ranks_text(facts['silent_ranks'])} logged no timeout and no error: it never reached the collective)"
     return detection(ev, summary, causes, confidence=0.9 if severity is None else 0.5, facts=facts, severity=severity)

@@ -8,8 +8,12 @@ from forensics.context import Context
 from playbooks.base import Playbook, Threshold, declare
 from playbooks.evidence import detection, events, where
 from playbooks.fields import field, fmt_mib, size_mib
-from playbooks.memory.cuda_oom import OOM_CODES
+from playbooks.memory.cuda_oom import BATCH_FINDER_CODES, OOM_CODES, device_oom_events
 from playbooks.model import Cause, Detection, Severity
+
+# The caching allocator had to free its cache and retry cudaMalloc: DeepSpeed ZeRO-3's per-step count of
+# cache flushes, and `cudaMalloc retries` in torch.cuda.memory_summary(). Memory pressure, not a failure.
+PRESSURE_CODES = ("allocator_cache_flush", "memory_summary_alloc_retries")
 
 PLAYBOOK = declare(
     Playbook(
@@ -31,6 +35,7 @@ PLAYBOOK = declare(
         fix="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; bucket variable shapes",
         thresholds={
             "reserved_share": Threshold(0.20, "reserved-but-unallocated memory as a share of GPU capacity", "PLAYBOOKS.md allocator-fragmentation (default >20%)"),
+            "pressure_reports": Threshold(3, "allocator cache-flush / cudaMalloc-retry reports (without any OOM) that make the pressure finding medium instead of low", "ours"),
         },
         doc="""\
 ## Symptom
@@ -45,8 +50,15 @@ The job dies with memory nominally available; a smaller batch is the wrong fix a
 `events`: the OOM message's `reserved by PyTorch but unallocated` figure (new format) or
 `reserved in total by PyTorch` minus `already allocated` (1.x bracket format), against the capacity.
 
+Without any OOM, DeepSpeed's `N pytorch allocator cache flushes since last step` warnings and a
+memory summary's `cudaMalloc retries: N` show the allocator freeing its cache to satisfy requests:
+memory pressure that slows every step it happens on. They give a `low` finding (`medium` from 3
+reports on), never more: they do not tell fragmentation from a working set near capacity.
+
 ## Known false positives
-A request larger than the free plus the reserved-but-unallocated memory is demand, not
+Cache flushes and cudaMalloc retries in a run that also ran out of memory are left to the OOM's
+numbers: they precede every OOM, fragmented or not, and must not make this playbook the root of a
+plain demand OOM. A request larger than the free plus the reserved-but-unallocated memory is demand, not
 fragmentation (no arrangement of the cached blocks would have fit it): this playbook stays silent
 and cuda-oom ranks demand first. The advice sentence `If reserved but unallocated memory is large …`
 is printed with every OOM and proves nothing by itself.
@@ -84,3 +96,20 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         confidence=0.85,
         facts={"reserved_unallocated_mib": row["frag"], "capacity_mib": row["cap"], "share": round(share, 3)},
     )
+
+
+@PLAYBOOK.detector(("events",))
+def detect_pressure(ctx: Context, th: dict) -> Detection | None:
+    """Allocator cache flushes / cudaMalloc retries in a run without an OOM: memory pressure."""
+    ev = events(ctx, PRESSURE_CODES)
+    # With an OOM its numbers decide between demand and fragmentation; flushes precede either.
+    if ev.height == 0 or device_oom_events(ctx).height or ctx.events_of(*BATCH_FINDER_CODES).height:
+        return None
+    counts = ev.with_columns(pl.coalesce(field("flushes"), field("retries")).cast(pl.Int64, strict=False).alias("n"))
+    top = counts.get_column("n").max()
+    many = ev.height >= th["pressure_reports"]
+    summary = (f"the caching allocator flushed its cache to satisfy allocations ({ev.height} report{'s' if ev.height > 1 else ''}, "
+               f"up to {top} per step): memory pressure that slows those steps")
+    # A flush is the cache being emptied to satisfy a request: the cached blocks did not fit it.
+    return detection(ev, summary, {"allocator_caching": 0.9, "variable_shapes": 0.4}, confidence=0.5,
+                     severity=Severity.MEDIUM if many else Severity.LOW, facts={"reports": ev.height, "max_per_step": top})

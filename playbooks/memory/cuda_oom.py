@@ -13,6 +13,8 @@ from playbooks.model import Cause, Detection, Severity
 OOM_CODES = ("cuda_oom", "mps_oom")
 # cuBLAS cannot allocate its handle or workspace: the device is out of memory, without numbers.
 CUBLAS_OOM = "CUBLAS_STATUS_ALLOC_FAILED"
+# accelerate's find_executable_batch_size swallows each OOM and halves the batch; this is its last word.
+BATCH_FINDER_CODES = ("accelerate_no_batch_size",)
 # A trainer's OOM handler reports the skipped batch within this many lines of the OOM message.
 RECOVERY_LINES = 3
 
@@ -54,7 +56,9 @@ PLAYBOOK = declare(
 A device allocation failed: `CUDA out of memory. Tried to allocate …` (every PyTorch era, also
 `torch.OutOfMemoryError`, HIP/XPU/MPS forms, `CUDA error: out of memory` outside the caching
 allocator, NCCL's `Cuda failure 2 'out of memory'`, `CUBLAS_STATUS_ALLOC_FAILED` when cuBLAS cannot
-allocate its handle or workspace).
+allocate its handle or workspace), or accelerate's batch-size finder gives up (`No executable batch
+size found, reached zero`: it caught an OOM at every batch size down to one sample, so the demand of
+a single sample is above what the GPU has free).
 
 ## Why it matters
 The rank that fails takes the job down; the other ranks then block in collectives and time out,
@@ -89,10 +93,7 @@ PyTorch `c10/cuda/CUDACachingAllocator.cpp`; reference/formats.md §2.1.
 @PLAYBOOK.detector(("events",))
 def detect_oom_events(ctx: Context, th: dict) -> Detection | None:
     """OOM errors in the logs, with the causes told apart from the message's numbers."""
-    ev = ctx.events_of(*OOM_CODES)
-    cublas = ctx.events_of("cublas_error").filter(pl.col("message").str.contains(CUBLAS_OOM, literal=True))
-    if cublas.height:
-        ev = sort_by_onset(pl.concat([ev, cublas], how="vertical_relaxed"))
+    ev = device_oom_events(ctx)
     if ev.height == 0:
         return None
     ev = ev.with_columns(
@@ -142,6 +143,33 @@ def detect_oom_events(ctx: Context, th: dict) -> Detection | None:
         # A caught OOM costs a skipped batch or a smaller batch, not the run: noted, not raised.
         severity=Severity.INFO if recovered else None,
         confidence=0.7 if recovered else 0.95,
+    )
+
+
+def device_oom_events(ctx: Context) -> pl.DataFrame:
+    """Every device allocation failure the logs print (OOM messages and cuBLAS allocation failures), earliest first."""
+    ev = ctx.events_of(*OOM_CODES)
+    cublas = ctx.events_of("cublas_error").filter(pl.col("message").str.contains(CUBLAS_OOM, literal=True))
+    if cublas.height:
+        ev = sort_by_onset(pl.concat([ev, cublas], how="vertical_relaxed"))
+    return ev
+
+
+@PLAYBOOK.detector(("events",))
+def detect_batch_finder(ctx: Context, th: dict) -> Detection | None:
+    """accelerate's batch-size finder reached zero: every batch size it tried ran out of memory."""
+    ev = ctx.events_of(*BATCH_FINDER_CODES)
+    if ev.height == 0:
+        return None
+    return Detection(
+        summary="accelerate's find_executable_batch_size halved the batch down to zero: every batch size ran out of memory, "
+                "down to a single sample (the OOMs themselves were caught and not printed)",
+        onset=onset_of(ev),
+        evidence=evidence_rows(ev),
+        evidence_count=ev.height,
+        causes={"demand_above_capacity": 1.0, "foreign_process": 0.3},
+        severity=Severity.CRITICAL,  # a caught OOM elsewhere in the run must not lower this one
+        confidence=0.9,
     )
 
 

@@ -4,20 +4,34 @@ from __future__ import annotations
 
 import polars as pl
 
-from forensics.context import Context
+from forensics.context import Context, evidence_rows
 from playbooks.base import Playbook, declare
 from playbooks.evidence import combine, detection, events, first_message, ranks_text
+from playbooks.fields import field
 from playbooks.model import Cause, Detection, Severity
 
 # Proof that host memory ran out.
 KERNEL_OOM_CODES = ("host_oom_killed", "slurm_oom_kill")
 CPU_ALLOC_CODES = ("cpu_alloc_failed",)
 SHM_CODES = ("dataloader_worker_bus_error", "nccl_shm_attach_failed")
+# torch's shared-memory segments (`</torch_…>`): errno tells the exhausted resource apart. ENOSPC (28)
+# or the TH-era write failure: /dev/shm is full; EMFILE (24): the open-file limit (every tensor a
+# worker shares under the default file_descriptor strategy holds an fd); ENOMEM (12) on mmap: host
+# memory or the process's memory-map limit, not the size of /dev/shm.
+SEGMENT_CODES = ("shared_memory_error",)
+FD_CODES = ("dataloader_too_many_open_files", "too_many_open_files")
+FD_TEXT = r"Too many open files|\(24\)$"
+MMAP_TEXT = r"unable to mmap .*\(12\)"
+# srun's report of a task's end: `Out Of Memory` is the cgroup OOM killer; `Bus error` a SIGBUS (usually
+# a full /dev/shm); `Killed` only says SIGKILL (the OOM killer, or the scheduler after a cancel).
+SLURM_TASK = ("slurm_task_failed",)
+# The scheduler stopped the job (time limit, scancel, preemption, requeue): a SIGKILL that follows is its own.
+SCHEDULER_STOP_CODES = ("slurm_job_cancelled", "torchrun_death_signal", "preemption_exit")
 WORKER_CODES = ("dataloader_worker_killed", "dataloader_worker_exited")
 # A process ended by SIGKILL: the OOM killer's usual signal, but a scheduler or a person may send it too.
 SIGKILL_CODES = ("torchrun_child_failed", "torchrun_worker_signal", "torchrun_child_failed_report", "deepspeed_launcher_exit",
-                 "spawn_process_exited")
-SIGKILL_TEXT = r"exitcode: -9|exitcode\s*:\s*-9|Signal 9 \(SIGKILL\)|return code = -9|signal SIGKILL|Signals\.SIGKILL"
+                 "spawn_process_exited", "slurm_task_failed")
+SIGKILL_TEXT = r"exitcode: -9|exitcode\s*:\s*-9|Signal 9 \(SIGKILL\)|return code = -9|signal SIGKILL|Signals\.SIGKILL|: tasks? [\d,-]+: Killed$"
 
 PLAYBOOK = declare(
     Playbook(
@@ -37,6 +51,11 @@ PLAYBOOK = declare(
             Cause("dataset_in_each_worker", "The dataset is held in Python objects copied into every worker (copy-on-read of refcounts)",
                   verify="RSS of each worker grows with the dataset size",
                   fix="Store samples in numpy arrays / memory-mapped files instead of Python lists of objects", prior=0.3),
+            Cause("fd_limit", "The open-file limit ran out: under the default file_descriptor sharing strategy every tensor a "
+                              "DataLoader worker sends holds a file descriptor (EMFILE, errno 24)",
+                  verify="ulimit -n; ls /proc/<pid>/fd | wc -l while the loader runs",
+                  fix="ulimit -n 65536 (or higher), or torch.multiprocessing.set_sharing_strategy('file_system'); "
+                      "return fewer, larger tensors per sample", prior=0.3),
         ),
         verify="dmesg -T | grep -iE 'out of memory|killed process'; df -h /dev/shm",
         fix="Fewer workers, a larger /dev/shm, memory-mapped datasets",
@@ -46,7 +65,9 @@ PLAYBOOK = declare(
 The host ran out of memory: the kernel or cgroup OOM killer killed a process, Slurm reports an
 oom-kill event, the CPU allocator failed (`DefaultCPUAllocator: can't allocate memory`), a DataLoader
 worker was killed by a signal (`Killed` is SIGKILL, usually the OOM killer; `Bus error` is SIGBUS,
-usually an exhausted `/dev/shm`).
+usually an exhausted `/dev/shm`), torch cannot write, open or map a `</torch_…>` shared-memory segment,
+the open-file limit runs out while workers pass tensors (`Too many open files`, `received 0 items of
+ancdata`), or srun reports a task ended by `Out Of Memory` (the cgroup OOM killer) or `Bus error`.
 
 ## Why it matters
 The killed process leaves its peers waiting in collectives until they time out; the real cause is
@@ -54,13 +75,20 @@ on the host, not the GPU.
 
 ## Evidence
 `events`: kernel/cgroup/Slurm OOM-kill lines, CPU allocator failures, DataLoader worker deaths with
-their signal, shared-memory errors.
+their signal, shared-memory errors. The errno of a `</torch_…>` segment error tells the causes apart:
+`No space left on device (28)` (and the TH-era `unable to write to file … at THAllocator.c`) is a full
+`/dev/shm`; `Too many open files (24)` is the open-file limit (`fd_limit`), not memory; `Cannot allocate
+memory (12)` on mmap is host memory (too many workers, a large dataset object copied into each, or
+the memory-map limit `vm.max_map_count`).
 
 ## Known false positives
 A bare `Killed` line is not counted. A launcher report of a worker killed by SIGKILL (`exitcode: -9`,
-`Signal 9 (SIGKILL) received by PID …`) without any other host-memory evidence gives a finding of low
-confidence that says so: the OOM killer is the usual sender, but a scheduler or a person may have
-sent the signal; `dmesg` decides.
+`Signal 9 (SIGKILL) received by PID …`, srun's `task 0: Killed`) without any other host-memory evidence
+gives a finding of low confidence that says so: the OOM killer is the usual sender, but a scheduler or
+a person may have sent the signal; `dmesg` decides. When the scheduler says it stopped the job
+(`*** JOB … CANCELLED AT …` for a time limit, `scancel`, preemption or requeue; a launcher's death
+signal), the SIGKILLs that follow are its own and nothing is reported; so are srun's `Killed` tasks
+after another task's failure was reported (`--kill-on-bad-exit`).
 """,
     )
 )
@@ -68,32 +96,74 @@ sent the signal; `dmesg` decides.
 
 @PLAYBOOK.detector(("events",))
 def detect(ctx: Context, th: dict) -> Detection | None:
-    """Host OOM kills, CPU allocation failures, shm exhaustion and workers killed by SIGKILL/SIGBUS."""
-    kernel = events(ctx, KERNEL_OOM_CODES + CPU_ALLOC_CODES)
-    shm = pl.concat([events(ctx, SHM_CODES), events(ctx, WORKER_CODES, text=r"Bus error|shared memory|shm")], how="vertical_relaxed")
+    """Host OOM kills, CPU allocation failures, shm / fd exhaustion and workers killed by SIGKILL/SIGBUS."""
+    slurm = events(ctx, SLURM_TASK)
+    kernel = combine(events(ctx, KERNEL_OOM_CODES + CPU_ALLOC_CODES), _status(slurm, "Out Of Memory"))
+    segments = events(ctx, SEGMENT_CODES)
+    fd = combine(events(ctx, FD_CODES), _matching(segments, FD_TEXT))
+    mmap = _matching(segments, MMAP_TEXT)
+    shm_segments = segments.join(combine(fd, mmap).select("file", "line"), on=["file", "line"], how="anti") if segments.height else segments
+    shm = combine(events(ctx, SHM_CODES), events(ctx, WORKER_CODES, text=r"Bus error|shared memory|shm"), shm_segments)
+    bus = _status(slurm, "Bus error")
     killed = events(ctx, WORKER_CODES, text=r"signal: Killed")
-    parts = [p for p in (kernel, shm, killed) if p.height]
+    parts = [p for p in (kernel, shm, fd, mmap, bus, killed) if p.height]
     if not parts:
         return _sigkill_only(ctx)
     ev = combine(*parts)
     causes: dict[str, float] = {}
-    if shm.height:
-        causes["small_shm"] = 1.0
-    if kernel.height or killed.height:
+    cause_ev: dict[str, list] = {}
+    if shm.height or bus.height:
+        causes["small_shm"] = 1.0 if shm.height else 0.6
+        cause_ev["small_shm"] = evidence_rows(combine(shm, bus))
+    if fd.height:
+        causes["fd_limit"] = 1.0
+        cause_ev["fd_limit"] = evidence_rows(fd)
+    if kernel.height or killed.height or mmap.height:
         causes["too_many_workers"] = 0.6
         causes["dataset_in_each_worker"] = 0.5
+        cause_ev["too_many_workers"] = evidence_rows(combine(kernel, killed, mmap))
     ranks = ranks_text(sorted({r for r in ev.get_column("rank").to_list() if r is not None}))
-    what = "shared memory (/dev/shm) exhausted" if shm.height and not kernel.height else "host memory exhausted"
-    return detection(ev, f"{what}{' on ' + ranks if ranks else ''}: {first_message(ev)}", causes,
-                     confidence=0.9 if kernel.height or shm.height else 0.7)
+    if fd.height and not (kernel.height or shm.height or mmap.height or bus.height or killed.height):
+        what = "open-file limit exhausted while DataLoader workers share tensors"
+    elif (shm.height or bus.height) and not kernel.height:
+        what = "shared memory (/dev/shm) exhausted"
+    else:
+        what = "host memory exhausted"
+    d = detection(ev, f"{what}{' on ' + ranks if ranks else ''}: {first_message(ev)}", causes,
+                  confidence=0.9 if kernel.height or shm.height or fd.height or mmap.height else 0.7)
+    d.cause_evidence = cause_ev
+    return d
+
+
+def _status(slurm: pl.DataFrame, status: str) -> pl.DataFrame:
+    """srun task reports with this status."""
+    if slurm.height == 0:
+        return slurm
+    return slurm.filter(field("status") == status)
+
+
+def _matching(ev: pl.DataFrame, pattern: str) -> pl.DataFrame:
+    """Rows whose message matches a regex (the errno part of a segment error)."""
+    if ev.height == 0:
+        return ev
+    return ev.filter(pl.col("message").str.contains(pattern) | pl.col("text").str.contains(pattern))
 
 
 def _sigkill_only(ctx: Context) -> Detection | None:
     """Workers killed by SIGKILL with no other host evidence: a possible OOM kill, reported as unproven."""
     ev = events(ctx, SIGKILL_CODES, text=SIGKILL_TEXT)
+    # srun --kill-on-bad-exit SIGKILLs the other tasks once one has failed: after an earlier srun report of
+    # another end (`Exited with exit code 1`, `Segmentation fault`) their `Killed` is that failure's consequence.
+    failed = events(ctx, SLURM_TASK).filter(field("status") != "Killed").group_by("file").agg(pl.col("line").min().alias("_first"))
+    if failed.height and ev.height:
+        ev = ev.join(failed, on="file", how="left").filter(
+            (pl.col("code") != "slurm_task_failed") | pl.col("_first").is_null() | (pl.col("line") < pl.col("_first"))).drop("_first")
     if ev.height == 0:
         return None
+    # A job the scheduler stopped (time limit, scancel, preemption) is killed by the scheduler, not the OOM killer.
+    if events(ctx, SCHEDULER_STOP_CODES).height:
+        return None
     ranks = ranks_text(sorted({r for r in ev.get_column("rank").to_list() if r is not None}))
-    return detection(ev, f"a worker{' (' + ranks + ')' if ranks else ''} was killed by SIGKILL (exit code -9): usually the host "
+    return detection(ev, f"a worker{' (' + ranks + ')' if ranks else ''} was killed by SIGKILL: usually the host "
                          "OOM killer, but not proven by these logs (check dmesg)",
                      {"too_many_workers": 0.4, "dataset_in_each_worker": 0.4}, confidence=0.4)

@@ -7,11 +7,17 @@ import polars as pl
 from forensics.context import Context, evidence_rows, onset_of
 from playbooks import metric_series as M
 from playbooks.base import Playbook, Threshold, declare
-from playbooks.evidence import events
+from playbooks.evidence import combine, events
 from playbooks.model import Cause, Detection, Onset, Severity
 
 # Log lines that say the loss (or a value computed from it) went non-finite.
 NAN_CODES = ("nan_loss_message", "megatron_nan_check", "nonfinite_metric_stop", "anomaly_nan")
+# Megatron's rerun state machine: `Unexpected result nan (message='found NaN in local forward loss …')`;
+# only a non-finite result is a NaN (a `Spiky loss` result is a finite loss value).
+RERUN_CODES = ("megatron_unexpected_result",)
+RERUN_NONFINITE = r"Unexpected result -?(?:nan|inf)\b"
+# tensorboardX / torch.utils.tensorboard warn when a logged scalar is NaN/Inf, without naming the scalar.
+LOGGED_CODES = ("nonfinite_logged_value",)
 
 PLAYBOOK = declare(
     Playbook(
@@ -58,13 +64,17 @@ built up decide the fix.
 ## Evidence
 `metrics` (`loss` in every framework spelling, `grad_norm`, `loss_scale`, Megatron
 `nan_iterations`/`skipped_steps`) and `events` (`nan_loss_message`, `megatron_nan_check`,
-`nonfinite_metric_stop`, `anomaly_nan`, `fp16_overflow`). The causes are told apart by the window
+`nonfinite_metric_stop`, `anomaly_nan`, Megatron's rerun-state-machine `Unexpected result nan/inf`,
+`fp16_overflow`; TensorBoard's `NaN or Inf found in input tensor.`, quoted with a NaN loss and on its
+own a `medium` finding of low confidence when no loss is logged). The causes are told apart by the window
 before the onset: a flat loss and grad norm mean a bad batch (or log of zero), a rise of 3x or more
 means divergence, overflow messages or a falling loss scale mean fp16 overflow.
 
 ## Known false positives
 An `inf` grad norm on an fp16 step that the scaler skipped is normal and not a NaN loss; only NaN
-grad norms (or a non-finite loss) count. Evaluation metrics are not the training loss.
+grad norms (or a non-finite loss) count. TensorBoard's `NaN or Inf found in input tensor.` does not
+name the scalar: when the logged loss stays finite it was another value, and nothing is reported.
+Megatron's `Unexpected result` for a spiky (finite) loss is not a NaN. Evaluation metrics are not the training loss.
 """,
     )
 )
@@ -82,9 +92,11 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if hit is None:
         hit = _megatron_counter(ctx)
         how = "nan_iterations"
-    ev = events(ctx, NAN_CODES)
+    # The rerun wrapper's row first: on a line both match, it carries the rank and iteration.
+    ev = combine(events(ctx, RERUN_CODES, text=RERUN_NONFINITE), events(ctx, NAN_CODES))
+    logged = events(ctx, LOGGED_CODES)
     if hit is None and ev.height == 0:
-        return None
+        return _from_logged(logged, loss) if logged.height else None
     if hit is None:
         return _from_events(ev, th)
     rank = hit.rank
@@ -106,6 +118,10 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     rows = M.pick(part, [hit.step], rank)
     before = part.filter(pl.col("step") < hit.step).tail(2)
     evidence = M.quote(pl.concat([before, rows], how="diagonal_relaxed")) + evidence_rows(ev.head(2))
+    if logged.height:
+        # The writer saw a non-finite scalar first: quote its earliest warning (it may precede the NaN loss line).
+        evidence += evidence_rows(logged.head(1))
+        summary += f"; TensorBoard was handed a NaN/Inf value {logged.height} time(s)"
     return Detection(
         summary=summary,
         onset=Onset(step=hit.step, rank=rank, file=hit.file, line=hit.line,
@@ -134,6 +150,26 @@ def _megatron_counter(ctx: Context) -> M.ts.Onset | None:
     if c.height == 0:
         return None
     return M.ts.onset(c.with_columns(pl.col("value").diff().over("rank").alias("_d")), pl.col("_d") > 0, 1)
+
+
+def _from_logged(logged: pl.DataFrame, loss: pl.DataFrame) -> Detection | None:
+    """Only the TensorBoard writer's warning: some logged scalar was NaN/Inf, which one is not said.
+
+    A logged training loss that stays finite shows the scalar was another one (an fp16 grad norm on a
+    skipped step, the std of a one-element tensor): nothing to report.
+    """
+    if loss.height and bool(loss.get_column("value").is_finite().all()):
+        return None
+    return Detection(
+        summary=f"a value written to TensorBoard was NaN or Inf ({logged.height} warning(s)); the warning does not name the "
+                "scalar and no training loss is logged to check it",
+        onset=onset_of(logged),
+        evidence=evidence_rows(logged),
+        evidence_count=logged.height,
+        causes={},
+        confidence=0.4,
+        severity=Severity.MEDIUM,
+    )
 
 
 def _from_events(ev: pl.DataFrame, th: dict) -> Detection:

@@ -9,15 +9,18 @@ import polars as pl
 from forensics.context import Context, evidence_rows
 from playbooks.base import Playbook, Threshold, declare
 from playbooks.evidence import detection, events, first_message
+from playbooks.fields import field
 from playbooks.model import Cause, Detection, Onset, Severity
 
 DUMP_CODES = ("nccl_heartbeat_timeout", "nccl_watchdog_stuck", "dataloader_timeout", "faulthandler_timeout", "py_spy_dump")
 ERROR_SEVERITIES = ("error",)
-# The job was stopped from outside (scheduler time limit, cancel, preemption): the launcher says so.
-KILL_CODES = ("torchrun_death_signal", "preemption_exit")
-# What the launcher prints while it stops the workers after such a signal (not errors of the run).
+# The job was stopped from outside (scheduler time limit, cancel, preemption): the launcher or slurmstepd
+# (`*** JOB 608 ON node CANCELLED AT 2022-08-12T02:06:12 DUE TO TIME LIMIT ***`) says so.
+KILL_CODES = ("torchrun_death_signal", "preemption_exit", "slurm_job_cancelled")
+# What the launcher and srun print while they stop the workers after such a signal (not errors of the run).
 SHUTDOWN_CODES = KILL_CODES + ("torchrun_closing_worker", "torchrun_child_failed", "torchrun_child_failed_report",
-                              "torchrun_worker_signal", "python_traceback", "shell_signal_exit", "process_killed")
+                              "torchrun_worker_signal", "python_traceback", "shell_signal_exit", "process_killed",
+                              "slurm_task_failed")
 
 PLAYBOOK = declare(
     Playbook(
@@ -52,7 +55,8 @@ A rank's progress (step lines) stops while the other ranks' progress goes on for
 (default 10 minutes or 20 steps more), without an error on that rank; or every rank's progress stops together
 and, after a long silence without any error (default 30 progress intervals and at least 2 minutes),
 the job is stopped from outside (`Received 15 death signal` from a scheduler's time limit or a
-cancel); or stack dumps of stuck workers (`faulthandler` timeouts, `py-spy dump`, the NCCL heartbeat
+cancel; Slurm's `*** JOB … CANCELLED AT … DUE TO TIME LIMIT ***`, whose stamp is taken as the time of
+the kill); or stack dumps of stuck workers (`faulthandler` timeouts, `py-spy dump`, the NCCL heartbeat
 monitor reporting the watchdog stuck, `DataLoader timed out`).
 
 ## Why it matters
@@ -65,7 +69,10 @@ a crash, not a hang; the launcher's own shutdown messages after the kill are not
 
 ## Known false positives
 A rank that simply logs less often (only rank 0 logs metrics) is not compared: only ranks that log
-progress are. A run whose logs all end together is not a hang by this rule.
+progress are. A run whose logs all end together is not a hang by this rule. A job the scheduler
+cancels while it still makes progress (a time limit too short, `scancel`, preemption) is no finding:
+the stop is the scheduler's, not a failure of the run; srun's `task N: Terminated` / `Killed` lines
+that follow are its consequence.
 """,
     )
 )
@@ -134,13 +141,16 @@ def detect_stalled_rank(ctx: Context, th: dict) -> Detection | None:
 @PLAYBOOK.detector(("metrics",))
 def detect_stalled_then_killed(ctx: Context, th: dict) -> Detection | None:
     """Every rank's progress stops at once; long after, with no error in between, the job is killed from outside."""
-    kill = ctx.events_of(*KILL_CODES).filter(pl.col("ts").is_not_null())
+    kill = _kill_times(ctx.events_of(*KILL_CODES))
     if kill.height == 0:
         return None
     m = ctx.metrics.filter(pl.col("step").is_not_null() & pl.col("ts").is_not_null())
     if m.height == 0:
         return None
     killed_at = kill.get_column("ts").min()
+    # slurmstepd's stamp is the cluster's local time: progress logged after it means the clocks disagree.
+    if kill.row(0, named=True)["_from_at"] and m.filter(pl.col("ts") > killed_at).height:
+        return None
     m = m.filter(pl.col("ts") <= killed_at)
     if m.height == 0:
         return None
@@ -163,9 +173,21 @@ def detect_stalled_then_killed(ctx: Context, th: dict) -> Detection | None:
         summary=f"every rank stopped making progress at step {last_step} ({last_ts:%H:%M:%S}); nothing was logged for "
                 f"{silence / 60:.0f} min, with no error, until the job was stopped from outside ({k['message']})",
         onset=Onset(step=last_step, time=last_ts, file=last["file"], line=last["line"]),
-        evidence=evidence_rows(rows) + evidence_rows(kill.head(1)),
+        evidence=evidence_rows(rows) + evidence_rows(kill.head(1).drop("_from_at")),
         evidence_count=kill.height + 1,
         causes={"collective_deadlock": 0.5, "stuck_dataloader": 0.5, "dead_peer": 0.3},
         confidence=0.7,
         facts={"last_step": last_step, "silence_s": round(silence, 1), "typical_interval_s": float(typical)},
     )
+
+
+def _kill_times(kill: pl.DataFrame) -> pl.DataFrame:
+    """Outside kills with a time, earliest first: a line's own stamp, else slurmstepd's `CANCELLED AT` stamp.
+
+    That stamp has no zone; like every zoneless stamp of the logs it is taken as UTC.
+    """
+    if kill.height == 0:
+        return kill.with_columns(pl.lit(False).alias("_from_at"))
+    at = field("at").str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False).dt.replace_time_zone("UTC")
+    return (kill.with_columns(pl.col("ts").is_null().alias("_from_at"), pl.coalesce(pl.col("ts"), at).alias("ts"))
+            .filter(pl.col("ts").is_not_null()).sort("ts"))

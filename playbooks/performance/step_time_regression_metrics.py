@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from forensics.context import Context
+from forensics.context import Context, evidence_rows
 from playbooks import metric_series as M
 from playbooks.base import Threshold
+from playbooks.evidence import events
+from playbooks.memory.allocator_fragmentation import PRESSURE_CODES
 from playbooks.model import Cause, Detection
 from playbooks.performance.step_time_regression import PLAYBOOK
 
@@ -71,5 +73,13 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
         causes = {"gc_or_checkpoint": 0.7, "throttling": 0.4, "straggler": 0.3}
         facts = {"kind": "outliers", "outliers": sp.height}
         count = sp.height
+    # The allocator flushing its cache and retrying cudaMalloc during the run is memory pressure, seen directly.
+    pressure = events(ctx, PRESSURE_CODES)
+    cause_ev = {}
+    if pressure.height:
+        causes["memory_pressure"] = 0.9
+        cause_ev["memory_pressure"] = evidence_rows(pressure)
+        summary += f"; the caching allocator reported cache flushes / cudaMalloc retries {pressure.height} time(s)"
+        facts["allocator_pressure_reports"] = pressure.height
     return Detection(summary=summary, onset=M.onset_at(first), evidence=M.quote(quoted), evidence_count=count, causes=causes,
-                     confidence=0.8, facts=facts, ranks=[rank] if rank is not None else [])
+                     cause_evidence=cause_ev, confidence=0.8, facts=facts, ranks=[rank] if rank is not None else [])
