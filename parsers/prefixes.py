@@ -63,6 +63,11 @@ JOURNAL = r"^(?:([A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}) [\w.-]+ [^\s:\[\]]+(?:
 # `voice-clone  | `). Told from text by how many lines share it (see _peel_paste_and_labels); the replica
 # number is not a rank.
 COMPOSE_LABEL = r"^([A-Za-z0-9][\w.-]*) +\| "
+# Anchored tests without captures that every line of these forms passes (cheap gates for the capturing passes).
+JOURNAL_QUICK = r"^(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} |\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\S* \S+ \S+: )"
+COLLECTOR_QUICK = r"^(?:\s*\| )?(?:[A-Z]+ )?\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}"
+ANY_QUICK = r"^(?:\[\d{1,6}\] |[A-Z][a-z]{2} [ \d]\d \d{2}:|(?:\s*\| )?(?:[A-Z]+ )?\d{4}-\d{2}-\d{2}T)"
+_ALNUM = list("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 # MPICH / Intel MPI `mpiexec -l` (`-prepend-rank`): `[3] ` before each line of MPI rank 3 (a global rank).
 MPICH_LABEL = r"^\[(\d{1,6})\] "
 
@@ -118,6 +123,11 @@ def _ts_expr(raw: pl.Expr, kind: str, year: int) -> pl.Expr:
     return iso
 
 
+def _nulls(n: int, dtype: pl.DataType, name: str = "") -> pl.Series:
+    """A column of n nulls, built without a Python list of n items."""
+    return pl.Series(name, [], dtype=dtype).extend_constant(None, n)
+
+
 _ZONE_RE = r"(?:Z|[+-]\d{2}:?\d{2})$"
 
 
@@ -136,7 +146,7 @@ def parse_iso(iso: pl.Expr) -> pl.Expr:
 def _parse_iso_series(iso: pl.Series) -> pl.Series:
     """`parse_iso` on a materialised column, skipping the zone and long-fraction work when no row needs it."""
     if iso.null_count() == iso.len():
-        return pl.Series(iso.name, [None] * iso.len(), dtype=pl.Datetime("us", "UTC"))
+        return _nulls(iso.len(), pl.Datetime("us", "UTC"), iso.name)
     if iso.str.contains(_ZONE_RE).any():
         return iso.to_frame("iso").select(parse_iso(pl.col("iso"))).to_series().alias(iso.name)
     # No zone suffix anywhere: parse_iso reduces to the naive parse (same formats, same fallbacks).
@@ -178,11 +188,15 @@ def _peel_rank(msg: pl.Series, ranks: list[pl.Series], local: list[pl.Series]) -
         return msg, False
     found = found.cast(pl.Int32, strict=False)
     is_local = msg.str.starts_with("[default")
-    if is_local.any():
-        none = pl.Series([None] * msg.len(), dtype=pl.Int32)
+    n_local = is_local.sum()
+    if n_local == 0:
+        ranks.append(found)
+    elif n_local == msg.len():
+        local.append(found)
+    else:
+        none = _nulls(msg.len(), pl.Int32)
         local.append(found.zip_with(is_local, none))
-        found = none.zip_with(is_local, found)
-    ranks.append(found)
+        ranks.append(none.zip_with(is_local, found))
     return msg.str.replace(RANK_PREFIX, ""), True
 
 
@@ -230,7 +244,7 @@ def _stamps(msg: pl.Series, year: int) -> pl.Series:
         keep = ~hit
         rest_idx = keep.arg_true() if rest_idx is None else rest_idx.filter(keep)
         rest = rest.filter(keep)
-    ts = pl.Series("ts", [None] * n, dtype=pl.Datetime("us", "UTC"))
+    ts = _nulls(n, pl.Datetime("us", "UTC"), "ts")
     if idx_parts:
         idx = pl.concat(idx_parts)
         ts = ts.scatter(idx, _parse_iso_series(pl.concat(iso_parts).alias("iso")))
@@ -253,17 +267,17 @@ def _peel_paste_and_labels(msg: pl.Series, year: int) -> tuple[pl.Series, pl.Ser
     if quoted.sum() * 5 >= n * 3:
         msg = msg.str.replace(QUOTE_MARK, "")
     first = msg.str.slice(0, 1)
-    firsts = set(first.unique().drop_nulls().to_list())
     stamp: pl.Series | None = None
     rank: pl.Series | None = None
-    if firsts - {"[", "(", " ", ">", "\t"}:
-        compose = _labels(msg, COMPOSE_LABEL)
-        # Compose pads every name to one width: the bar is in the same column on every labelled line.
-        if compose is not None and msg.str.extract(r"^([A-Za-z0-9][\w.-]* +)\| ", 1).str.len_chars().drop_nulls().n_unique() == 1:
-            msg = msg.str.replace(COMPOSE_LABEL, "")
-            first = msg.str.slice(0, 1)
-            firsts = set(first.unique().drop_nulls().to_list())
-    if firsts & set("0123456789ADJFMNOS"):
+    # A compose name starts with a letter or digit on at least half the lines (the labelled ones), and compose
+    # pads every name to one width: the bar is in the same column on every labelled line.
+    if (first.is_in(_ALNUM).sum() * 2 >= n and _labels(msg, COMPOSE_LABEL) is not None
+            and msg.str.extract(r"^([A-Za-z0-9][\w.-]* +)\| ", 1).str.len_chars().drop_nulls().n_unique() == 1):
+        msg = msg.str.replace(COMPOSE_LABEL, "")
+        first = msg.str.slice(0, 1)
+    # One cheap anchored test (no captures) for the three forms below decides whether any of them is tried.
+    maybe = msg.str.contains(ANY_QUICK).any()
+    if maybe and msg.str.contains(JOURNAL_QUICK).any():
         groups = msg.str.extract_groups(JOURNAL)
         bsd, iso = groups.struct.field("1"), groups.struct.field("2")
         if bsd.is_not_null().any() or iso.is_not_null().any():
@@ -273,7 +287,7 @@ def _peel_paste_and_labels(msg: pl.Series, year: int) -> tuple[pl.Series, pl.Ser
             old = pl.select(old.dt.replace_time_zone("UTC")).to_series()
             stamp = pl.select(pl.coalesce(_parse_iso_series(iso.str.replace("T", " ", literal=True)), old)).to_series()
             msg = msg.str.replace(JOURNAL, "")
-    if firsts & set("0123456789 |DINWECA"):
+    if maybe and msg.str.contains(COLLECTOR_QUICK).any():
         found = msg.str.extract(COLLECTOR_TS, 1)
         if found.is_not_null().any():
             outer = _parse_iso_series(found.str.replace("T", " ", literal=True))
@@ -284,7 +298,7 @@ def _peel_paste_and_labels(msg: pl.Series, year: int) -> tuple[pl.Series, pl.Ser
         # srun's task id: a rank only when srun starts one task per GPU (with torchrun per node it is the
         # node), so it is cut and not kept.
         msg = msg.str.replace(SRUN_LABEL, "")
-    elif "[" in firsts and msg.str.contains(MPICH_LABEL).any():
+    elif maybe and (first == "[").sum() * 2 >= n and msg.str.contains(MPICH_LABEL).any():
         # MPI ranks print a line or two each where a paste's line counter never repeats: one repeated label is enough.
         labels = _labels(msg, MPICH_LABEL, per_label=1.01)
         if labels is not None:
@@ -384,7 +398,7 @@ def split_prefixes(df: pl.DataFrame, year: int) -> pl.DataFrame:
             # Captured and cut on the matching rows only (the capture is the costly part).
             pos = in_run.arg_true()
             sub = msg.gather(pos)
-            none = pl.Series([None] * msg.len(), dtype=pl.Int32)
+            none = _nulls(msg.len(), pl.Int32)
             ranks.append(none.scatter(pos, sub.str.extract(DS_RANK_PREFIX, 1).cast(pl.Int32, strict=False)))
             stripped = stripped.clone().scatter(pos, sub.str.replace(DS_RANK_PREFIX, ""))
     msg = stripped
@@ -399,7 +413,7 @@ def split_prefixes(df: pl.DataFrame, year: int) -> pl.DataFrame:
     if ranks:
         rank = pl.select(pl.coalesce(ranks)).to_series() if len(ranks) > 1 else ranks[0]
     else:
-        rank = pl.Series([None] * msg.len(), dtype=pl.Int32)
+        rank = _nulls(msg.len(), pl.Int32)
     return df.with_columns(msg.alias("msg"), rank.alias("rank"), ts.alias("ts"))
 
 
