@@ -317,3 +317,19 @@ def test_crlf_lines_behind_collector_stamps(tmp_path):
     m = frame(ingest_text(tmp_path, text), "metrics").filter(pl.col("name") == "epoch")
     assert m.select("line", "ts", "value").rows() == [
         (1, at(2024, 3, 6, 15, 50, 9, 814279), 4.45), (2, at(2024, 3, 6, 15, 50, 59, 519041), 4.48)]
+
+
+def test_srun_labels_before_torch_launcher_records():
+    # awslabs/awsome-distributed-ai#1039 (`srun -l` over torchrun, two nodes): the task label is cut, not kept.
+    got = split(
+        "1: [2026-03-26 07:40:32,367] torch.distributed.launcher.api: [INFO]   rdzv_configs     : {'timeout': 900}",
+        "1: [2026-03-26 07:40:32,367] torch.distributed.launcher.api: [INFO]   max_restarts     : 0",
+        "0: [2026-03-26 07:40:32,595] torch.distributed.elastic.agent.server.api: [INFO]   restart_count=0",
+        "0: [2026-03-26 07:40:32,595] torch.distributed.elastic.agent.server.api: [INFO] [default] Rendezvous complete for workers. Result:",
+    )
+    assert got == [
+        (None, at(2026, 3, 26, 7, 40, 32, 367000), "rdzv_configs     : {'timeout': 900}"),
+        (None, at(2026, 3, 26, 7, 40, 32, 367000), "max_restarts     : 0"),
+        (None, at(2026, 3, 26, 7, 40, 32, 595000), "restart_count=0"),
+        (None, at(2026, 3, 26, 7, 40, 32, 595000), "[default] Rendezvous complete for workers. Result:"),
+    ]
