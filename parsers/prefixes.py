@@ -16,13 +16,16 @@ import re
 import polars as pl
 
 _LVL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
-# Leading rank prefixes: `[rank3]:`, `[rank3]: `, `[default3]:`, `[Rank 3] `, `[RANK:3] `; may repeat.
+# Leading rank prefixes: `[rank3]:`, `[rank3]: `, `[default3]:`, `[Rank 3] `, `[RANK:3] `, Lightning's `[rank: 3] `
+# (lightning_fabric rank_prefixed_message); may repeat. torchrun's `[default3]:` names the LOCAL rank (tail_log.py
+# `[{role}{local_rank}]:`), so any other rank prefix on the line wins over it (`[default0]:[rank8]:` is rank 8).
 # Pasted logs may put a line counter (`[80746] [rank0]:`, LlamaFactory#7396) or indentation before them.
-RANK_PREFIX = r"^(?:\s+|\[\d+\] )?\[(?:rank|default|Rank |RANK:|RANK )(\d+)\]:?\s?"
+RANK_PREFIX = r"^(?:\s+|\[\d+\] )?\[(?:rank|default|Rank |RANK:|RANK |rank: )(\d+)\]:?\s?"
 # Launcher prefixes, outside every other prefix (the launcher relays each child's lines):
 # Open MPI `--tag-output` `[1,3]<stderr>:` (job, rank), SageMaker's `[1,mpirank:3,algo-1]<stdout>:`,
-# horovodrun `[3]<stdout>:` (rank only), either after an optional ctime stamp (`--timestamp-output`).
-MPI_PREFIX = r"^(?P<mpi_ts>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4})?\[(?:(?P<solo>\d+)|\d+,(?:mpirank:)?(?P<rank>\d+)(?:,[^\]]*)?)\]<std(?:out|err)>:"
+# horovodrun `[3]<stdout>:` (rank only), either after an optional ctime stamp (`--timestamp-output`), and Open MPI 5's
+# `[prterun-f5n18-100629@1,2]<stdout>: ` (the job's namespace before the job id, a space after; openpmix/prrte#1405).
+MPI_PREFIX = r"^(?P<mpi_ts>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4})?\[(?:(?P<solo>\d+)|(?P<ns>[\w.-]+@)?\d+,(?:mpirank:)?(?P<rank>\d+)(?:,[^\]]*)?)\]<std(?:out|err)>:"
 # Ray's relayed worker lines: `(pid=3959, ip=172.31.41.219) `, `(RayTrainWorker pid=1193, ip=10.244.4.193) `,
 # `(TrainTrainable pid=47169) `, vLLM's `(VllmWorker rank=3 pid=4665) ` (the only form naming a rank), `(raylet) `.
 RAY_PREFIX = r"^\((?:(?:[\w.:-]+ )*(?:rank=(\d+) )?pid=\d+(?:, ip=[^)\s]+)?|raylet(?:, ip=[^)\s]+)?)\) ?"
@@ -45,6 +48,28 @@ SRUN_LABEL = r"^ *(\d{1,5}): "
 QUOTE_MARK = r"^> ?"
 # Ray's log deduplication suffix (Ray >= 2.3): the line stood for several identical lines.
 RAY_REPEATED = r" \[repeated \d+x across cluster\]$"
+# A log collector's receive time in front of the child's line: `kubectl logs --timestamps` / `docker logs -t`
+# (RFC3339Nano, `2024-07-11T12:28:23.200321639Z `), GitHub Actions raw logs (7 fraction digits), Cloud Logging
+# pasted with its severity (`ERROR 2025-03-30T23:51:21.303592681Z `), a CloudWatch table pasted with its bars
+# (`  | 2024-08-23T22:22:50.870Z | `). The `T` and the zone tell it from a program's own ISO stamp (which keeps
+# its record prefix reading, `iso` below). It is true UTC, so it is the line's time even where the child's
+# record prefix has a (zone-less, often local) stamp of its own. A stamp followed by ` - ` or ` | ` is the
+# program's own record prefix (`iso`): the character after the space is matched and given back (`${next}`).
+COLLECTOR_TS = r"^(?:\s*\| )?(?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) )?(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}))(?: \| | (?P<next>[^|-]|$))"
+# journald / syslog (`journalctl -u unit`, /var/log/syslog): `Feb 22 06:35:27 host env[2827]: ` (`short` output:
+# no year, local time) and `2026-08-15T14:32:10+0000 host kernel: ` (`short-iso`), before everything the unit printed.
+JOURNAL = r"^(?:([A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}) [\w.-]+ [^\s:\[\]]+(?:\[\d+\])?|(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})) [\w.-]+ (?:kernel|[^\s:\[\]]+\[\d+\])): "
+# docker compose's service column: the container name padded to the longest one, then `| ` (`trainer-1  | `,
+# `voice-clone  | `). Told from text by how many lines share it (see _peel_paste_and_labels); the replica
+# number is not a rank.
+COMPOSE_LABEL = r"^([A-Za-z0-9][\w.-]*) +\| "
+# Anchored tests without captures that every line of these forms passes (cheap gates for the capturing passes).
+JOURNAL_QUICK = r"^(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} |\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\S* \S+ \S+: )"
+COLLECTOR_QUICK = r"^(?:\s*\| )?(?:[A-Z]+ )?\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}"
+ANY_QUICK = r"^(?:\[\d{1,6}\] |[A-Z][a-z]{2} [ \d]\d \d{2}:|(?:\s*\| )?(?:[A-Z]+ )?\d{4}-\d{2}-\d{2}T)"
+_ALNUM = list("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+# MPICH / Intel MPI `mpiexec -l` (`-prepend-rank`): `[3] ` before each line of MPI rank 3 (a global rank).
+MPICH_LABEL = r"^\[(\d{1,6})\] "
 
 # DeepSpeed `log_dist`'s `[Rank 4] ` (`[Rank -1]` before dist init: no rank) and axolotl's `[RANK:4] `
 # at the end of the record prefix's bracket run (the lazy run stops at the first such marker).
@@ -57,7 +82,8 @@ INNER_RANK = r"\[PG (?:ID )?\d+ (?:PG GUID \S+ )?Rank (\d+)\]|^\[Rank (\d+)\]"
 # takes Ray's C++ (spdlog) stamp `[2025-12-07 09:57:19,206 E 393463 393463]` (level, pid, thread id), and
 # Megatron's own ` [2025-03-01 10:00:00.123456] iteration ...` (its log string starts with a space).
 LOG_PREFIXES: list[tuple[str, str, str]] = [
-    ("bracket_iso", rf"^ ?\[(?P<ts>\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d{{1,9}})?)(?: [A-Z] \d+ \d+)?\]\s*(?:\[{_LVL}\]\s*(?:\[[^\]]*\]\s*)*|[\w.]+: \[{_LVL}\]\s*)?", "ymd"),
+    # Also SageMaker debugger's `[2020-06-20 21:49:37.529 algo-1:67 INFO utils.py:25] ` (host:pid level file:line).
+    ("bracket_iso", rf"^ ?\[(?P<ts>\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d{{1,9}})?)(?: [A-Z] \d+ \d+| [\w.-]+:\d+ {_LVL} [^\]\s]+:\d+)?\]\s*(?:\[{_LVL}\]\s*(?:\[[^\]]*\]\s*)*|[\w.]+: \[{_LVL}\]\s*)?", "ymd"),
     ("glog", r"^[VIWEFC](?P<ts>\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6}) +\d+ [^\]\s]+:\d+\] ", "md"),
     ("c10_new", r"^\[[VIWEFC](?P<ts>\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6,9}) [^\]\s]+:\d+\] ", "md"),
     ("c10_old", r"^\[[VIWEFC] [^\]\s]+:\d+\] ", ""),
@@ -67,7 +93,12 @@ LOG_PREFIXES: list[tuple[str, str, str]] = [
     ("fairseq", rf"^(?P<ts>\d{{4}}-\d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}) \| {_LVL} \| [\w.]+ \| ", "ymd"),
     ("hf_example", rf"^(?P<ts>\d{{2}}/\d{{2}}/\d{{4}} \d{{2}}:\d{{2}}:\d{{2}}) - {_LVL} - \S+ -\s+", "mdy"),
     ("mmengine", rf"^(?P<ts>\d{{2}}/\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}) - \S+ - {_LVL} - ", "md_slash"),
-    ("iso", rf"^(?P<ts>\d{{4}}-\d{{2}}-\d{{2}}[T ]\d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d{{1,9}})?(?:Z|[+-]\d{{2}}:?\d{{2}})?)(?:\s*[|-]\s*|\s+)(?:\[?{_LVL}\]?\s*[:|-]?\s*(?:[\w.]+\s*[:|-]\s+)?)?", "ymd"),
+    # vLLM's logger (`%(levelname)s %(asctime)s [%(filename)s:%(lineno)d] `, datefmt `%m-%d %H:%M:%S`; before
+    # 2025 without the brackets): `INFO 02-22 06:35:35 [utils.py:325] `, `ERROR 03-30 23:51:21 multiproc_worker_utils.py:243] `.
+    ("vllm", rf"^{_LVL} (?P<ts>\d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}})(?:\.\d+)? \[?[^\]\s]+:\d+\] ", "md_dash"),
+    # Also Python logging's `%(asctime)s - %(name)s - %(levelname)s - ` and loguru's default
+    # `2023-11-29 06:51:23.492 | ERROR    | __main__:<module>:224 - `.
+    ("iso", rf"^(?P<ts>\d{{4}}-\d{{2}}-\d{{2}}[T ]\d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d{{1,9}})?(?:Z|[+-]\d{{2}}:?\d{{2}})?)(?:\s*[|-]\s*|\s+)(?:[\w.]+ - {_LVL} - |\[?{_LVL}\]?\s*[:|-]?\s*(?:[\w.<>-]+:[\w.<>-]+:\d+ - |[\w.]+\s*[:|-]\s+)?)?", "ymd"),
     ("pylogging", rf"^{_LVL}:[\w.]+:", ""),
     ("colossalai", rf"^colossalai - \S+ - {_LVL}: ", ""),
 ]
@@ -86,11 +117,16 @@ def _ts_expr(raw: pl.Expr, kind: str, year: int) -> pl.Expr:
         iso = pl.lit(f"{year}-") + raw.str.slice(0, 2) + pl.lit("-") + raw.str.slice(2, 2) + raw.str.slice(4)
     elif kind == "mdy":
         iso = raw.str.slice(6, 4) + pl.lit("-") + raw.str.slice(0, 2) + pl.lit("-") + raw.str.slice(3, 2) + raw.str.slice(10)
-    elif kind == "md_slash":
+    elif kind in ("md_slash", "md_dash"):
         iso = pl.lit(f"{year}-") + raw.str.slice(0, 2) + pl.lit("-") + raw.str.slice(3, 2) + raw.str.slice(5)
     else:
         return pl.lit(None, pl.String)
     return iso
+
+
+def _nulls(n: int, dtype: pl.DataType, name: str = "") -> pl.Series:
+    """A column of n nulls, built without a Python list of n items."""
+    return pl.Series(name, [], dtype=dtype).extend_constant(None, n)
 
 
 _ZONE_RE = r"(?:Z|[+-]\d{2}:?\d{2})$"
@@ -111,7 +147,7 @@ def parse_iso(iso: pl.Expr) -> pl.Expr:
 def _parse_iso_series(iso: pl.Series) -> pl.Series:
     """`parse_iso` on a materialised column, skipping the zone and long-fraction work when no row needs it."""
     if iso.null_count() == iso.len():
-        return pl.Series(iso.name, [None] * iso.len(), dtype=pl.Datetime("us", "UTC"))
+        return _nulls(iso.len(), pl.Datetime("us", "UTC"), iso.name)
     if iso.str.contains(_ZONE_RE).any():
         return iso.to_frame("iso").select(parse_iso(pl.col("iso"))).to_series().alias(iso.name)
     # No zone suffix anywhere: parse_iso reduces to the naive parse (same formats, same fallbacks).
@@ -129,7 +165,7 @@ def _parse_iso_series(iso: pl.Series) -> pl.Series:
 # this short span costs a fraction of capturing the whole prefix. (`iso` is not listed: its
 # optional zone can be given back to its separator, so it is captured with the full pattern.)
 _TS_NARROW = {
-    "bracket_iso": r"^ ?\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)(?: [A-Z] \d+ \d+)?\]",
+    "bracket_iso": r"^ ?\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)[ \]]",
     "glog": r"^[VIWEFC](\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6}) ",
     "c10_new": r"^\[[VIWEFC](\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6,9}) ",
     "nemo": r"^\[NeMo [DIWECF] (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) ",
@@ -137,17 +173,31 @@ _TS_NARROW = {
     "fairseq": r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) ",
     "hf_example": r"^(\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2}) ",
     "mmengine": r"^(\d{2}/\d{2} \d{2}:\d{2}:\d{2}) ",
+    "vllm": r"^[A-Z]+ (\d{2}-\d{2} \d{2}:\d{2}:\d{2})[ .]",
 }
 # INNER_RANK without its second alternative (`^\[Rank N\]`), which RANK_PREFIX always claims first.
 _PG_RANK = r"\[PG (?:ID )?\d+ (?:PG GUID \S+ )?Rank (\d+)\]"
 
 
-def _peel_rank(msg: pl.Series, ranks: list[pl.Series]) -> tuple[pl.Series, bool]:
-    """Remove one leading rank prefix where there is one, noting its rank; False when no row had one."""
+def _peel_rank(msg: pl.Series, ranks: list[pl.Series], local: list[pl.Series]) -> tuple[pl.Series, bool]:
+    """Remove one leading rank prefix where there is one, noting its rank; False when no row had one.
+
+    torchrun's `[defaultN]:` rows go to `local` (a local rank), the others to `ranks`.
+    """
     found = msg.str.extract(RANK_PREFIX, 1)
     if found.null_count() == found.len():
         return msg, False
-    ranks.append(found.cast(pl.Int32, strict=False))
+    found = found.cast(pl.Int32, strict=False)
+    is_local = msg.str.starts_with("[default")
+    n_local = is_local.sum()
+    if n_local == 0:
+        ranks.append(found)
+    elif n_local == msg.len():
+        local.append(found)
+    else:
+        none = _nulls(msg.len(), pl.Int32)
+        local.append(found.zip_with(is_local, none))
+        ranks.append(none.zip_with(is_local, found))
     return msg.str.replace(RANK_PREFIX, ""), True
 
 
@@ -162,6 +212,7 @@ _FIRST_CHARS = {
     "fairseq": "0123456789",
     "hf_example": "0123456789",
     "mmengine": "0123456789",
+    "vllm": "DIWECF",
     "iso": "0123456789",
 }
 
@@ -194,51 +245,95 @@ def _stamps(msg: pl.Series, year: int) -> pl.Series:
         keep = ~hit
         rest_idx = keep.arg_true() if rest_idx is None else rest_idx.filter(keep)
         rest = rest.filter(keep)
-    ts = pl.Series("ts", [None] * n, dtype=pl.Datetime("us", "UTC"))
+    ts = _nulls(n, pl.Datetime("us", "UTC"), "ts")
     if idx_parts:
         idx = pl.concat(idx_parts)
         ts = ts.scatter(idx, _parse_iso_series(pl.concat(iso_parts).alias("iso")))
     return ts
 
 
-def _peel_paste_and_labels(msg: pl.Series) -> pl.Series:
-    """Remove Markdown quote marks and srun task labels, when most lines of the frame carry them.
+def _peel_paste_and_labels(msg: pl.Series, year: int) -> tuple[pl.Series, pl.Series | None, pl.Series | None]:
+    """Remove quote marks, collector columns (compose name, receive time, journald) and task labels.
 
-    Both are told from a line's own text (`> `, `12: `) only by how many lines share them: a quote
-    mark on most lines is a pasted quote; `N: ` on most lines with each N on several lines is
-    srun's labelling (a hand-printed `120: loss 2.31` has a new number on every line).
+    Returns the text, the collector's time stamp (UTC) and the MPI rank of `mpiexec -l` labels, where found.
+    A quote mark, a compose name or a task label is told from a line's own text (`> `, `trainer-1  | `,
+    `12: `, `[3] `) only by how many lines share it: on most lines of the frame, each value on several
+    lines (a hand-printed `120: loss 2.31` has a new number on every line). Each form is looked for only
+    when some line starts with a character it can start with.
     """
     n = msg.len()
     if n == 0:
-        return msg
+        return msg, None, None
     quoted = msg.str.starts_with(">")
     if quoted.sum() * 5 >= n * 3:
         msg = msg.str.replace(QUOTE_MARK, "")
     first = msg.str.slice(0, 1)
-    if first.is_in(list(" 0123456789")).sum() * 2 < n:
-        return msg
-    labels = msg.str.extract(SRUN_LABEL, 1)
-    labelled = labels.is_not_null().sum()
-    distinct = labels.drop_nulls().n_unique()
-    if labelled * 2 >= n and labelled >= 2 and labelled >= 2 * distinct:
-        msg = msg.str.replace(SRUN_LABEL, "")
-    return msg
-
-
-def _peel_launchers(msg: pl.Series) -> tuple[pl.Series, pl.Series | None, pl.Series | None]:
-    """Remove Ray/SkyPilot, MPI/horovod and pdsh prefixes; also returns the rank and the ctime stamp they name, if any.
-
-    MPI and Ray forms are looked for only when a cheap literal test says a row may hold them;
-    pdsh's only on the rows that start with `word: `.
-    """
-    rank: pl.Series | None = None
     stamp: pl.Series | None = None
-    msg = _peel_paste_and_labels(msg)
+    rank: pl.Series | None = None
+    # A compose name starts with a letter or digit on at least half the lines (the labelled ones), and compose
+    # pads every name to one width: the bar is in the same column on every labelled line.
+    if (first.is_in(_ALNUM).sum() * 2 >= n and _labels(msg, COMPOSE_LABEL) is not None
+            and msg.str.extract(r"^([A-Za-z0-9][\w.-]* +)\| ", 1).str.len_chars().drop_nulls().n_unique() == 1):
+        msg = msg.str.replace(COMPOSE_LABEL, "")
+        first = msg.str.slice(0, 1)
+    # One cheap anchored test (no captures) for the three forms below decides whether any of them is tried.
+    maybe = msg.str.contains(ANY_QUICK).any()
+    if maybe and msg.str.contains(JOURNAL_QUICK).any():
+        groups = msg.str.extract_groups(JOURNAL)
+        bsd, iso = groups.struct.field("1"), groups.struct.field("2")
+        if bsd.is_not_null().any() or iso.is_not_null().any():
+            # `short` output has no year and pads the day with a space (`Mar  1`): the caller's year is used.
+            old = bsd.str.replace("  ", " 0", literal=True)
+            old = (pl.lit(f"{year} ") + pl.lit(old)).str.to_datetime("%Y %b %d %H:%M:%S", strict=False, time_unit="us")
+            old = pl.select(old.dt.replace_time_zone("UTC")).to_series()
+            stamp = pl.select(pl.coalesce(_parse_iso_series(iso.str.replace("T", " ", literal=True)), old)).to_series()
+            msg = msg.str.replace(JOURNAL, "")
+    if maybe and msg.str.contains(COLLECTOR_QUICK).any():
+        found = msg.str.extract(COLLECTOR_TS, 1)
+        if found.is_not_null().any():
+            outer = _parse_iso_series(found.str.replace("T", " ", literal=True))
+            stamp = outer if stamp is None else pl.select(pl.coalesce(stamp, outer)).to_series()
+            msg = msg.str.replace(COLLECTOR_TS, "${next}")
+            first = msg.str.slice(0, 1)
+    if first.is_in(list(" 0123456789")).sum() * 2 >= n and _labels(msg, SRUN_LABEL) is not None:
+        # srun's task id: a rank only when srun starts one task per GPU (with torchrun per node it is the
+        # node), so it is cut and not kept.
+        msg = msg.str.replace(SRUN_LABEL, "")
+    elif maybe and (first == "[").sum() * 2 >= n and msg.str.contains(MPICH_LABEL).any():
+        # MPI ranks print a line or two each where a paste's line counter never repeats: one repeated label is enough.
+        labels = _labels(msg, MPICH_LABEL, per_label=1.01)
+        if labels is not None:
+            rank = labels.cast(pl.Int32, strict=False)
+            msg = msg.str.replace(MPICH_LABEL, "")
+    return msg, stamp, rank
+
+
+def _labels(msg: pl.Series, pattern: str, per_label: float = 2) -> pl.Series | None:
+    """Group 1 of `pattern` on each row when the frame is labelled by it (see _peel_paste_and_labels), else None.
+
+    Labelled: at least half the rows, and on average at least `per_label` rows per distinct label.
+    """
+    labels = msg.str.extract(pattern, 1)
+    labelled = labels.is_not_null().sum()
+    if labelled * 2 >= msg.len() and labelled >= 2 and labelled >= per_label * labels.drop_nulls().n_unique():
+        return labels
+    return None
+
+
+def _peel_launchers(msg: pl.Series, year: int) -> tuple[pl.Series, pl.Series | None, pl.Series | None, pl.Series | None]:
+    """Remove collector, Ray/SkyPilot, MPI/horovod and pdsh prefixes.
+
+    Also returns the rank they name, the collector's stamp (which wins over the child's) and Open MPI's
+    ctime stamp (which the child's own wins over), where found. MPI and Ray forms are looked for only
+    when a cheap literal test says a row may hold them; pdsh's only on the rows that start with `word: `.
+    """
+    stamp: pl.Series | None = None
+    msg, outer, rank = _peel_paste_and_labels(msg, year)
     # Ray and SkyPilot relay other launchers' output (mpirun on a SkyPilot head): their tags are outermost.
     if msg.str.starts_with("(").any():
         found = msg.str.extract(RAY_PREFIX, 1).cast(pl.Int32, strict=False)
         if found.is_not_null().any():
-            rank = found
+            rank = found if rank is None else pl.select(pl.coalesce(found, rank)).to_series()
         msg = msg.str.replace(RAY_PREFIX, "")
         if msg.str.contains(", pid=", literal=True).any() or msg.str.contains(", rank=", literal=True).any():
             msg = msg.str.replace(SKY_PREFIX, "")
@@ -257,6 +352,10 @@ def _peel_launchers(msg: pl.Series) -> tuple[pl.Series, pl.Series | None, pl.Ser
                 stamp = raw.str.replace("  ", " 0", literal=True).str.to_datetime(
                     "%a %b %d %H:%M:%S %Y", strict=False, time_unit="us").dt.replace_time_zone("UTC")
             msg = msg.str.replace(MPI_PREFIX, "")
+            ns = groups.struct.field("ns")
+            if ns.is_not_null().any():
+                # Open MPI 5 (PRRTE) puts a space after its tag.
+                msg = msg.zip_with(ns.is_null(), msg.str.strip_prefix(" "))
     word = msg.str.extract(PDSH_HOST, 1)
     if word.is_not_null().any():
         # Only the rows that start with `word: ` are looked at further.
@@ -268,7 +367,7 @@ def _peel_launchers(msg: pl.Series) -> tuple[pl.Series, pl.Series | None, pl.Ser
         if is_host.any():
             at = pos.filter(is_host)
             msg = msg.clone().scatter(at, sub.filter(is_host).str.slice(words.filter(is_host).str.len_chars() + 2))
-    return msg, rank, stamp
+    return msg, rank, outer, stamp
 
 
 def split_prefixes(df: pl.DataFrame, year: int) -> pl.DataFrame:
@@ -279,15 +378,18 @@ def split_prefixes(df: pl.DataFrame, year: int) -> pl.DataFrame:
     """
     msg = df.get_column("text")
     ranks: list[pl.Series] = []
+    local: list[pl.Series] = []  # torchrun `[defaultN]:` (local ranks): used only where nothing else names one
     # Launchers relay each child's lines with their own prefix in front of everything else.
-    msg, launcher_rank, launcher_ts = _peel_launchers(msg)
+    msg, launcher_rank, outer_ts, launcher_ts = _peel_launchers(msg, year)
     # Rank prefixes may stack (`[default0]:[rank0]: `), so peel twice.
-    msg, more = _peel_rank(msg, ranks)
+    msg, more = _peel_rank(msg, ranks, local)
     if more:
-        msg, _ = _peel_rank(msg, ranks)
+        msg, _ = _peel_rank(msg, ranks, local)
     ts = _stamps(msg, year)
-    if launcher_ts is not None:
-        ts = pl.select(pl.coalesce(ts, launcher_ts)).to_series().alias("ts")
+    # The collector's UTC receive time first, then the child's own stamp, then mpirun's ctime.
+    parts = [t for t in (outer_ts, ts, launcher_ts) if t is not None]
+    if len(parts) > 1:
+        ts = pl.select(pl.coalesce(parts)).to_series().alias("ts")
     stripped = msg.str.replace(ANY_LOG_PREFIX, "")
     if msg.str.contains("] [R", literal=True).any():
         # DeepSpeed `log_dist` / axolotl put `[Rank 4]` / `[RANK:4]` after the record prefix's bracket
@@ -297,28 +399,36 @@ def split_prefixes(df: pl.DataFrame, year: int) -> pl.DataFrame:
             # Captured and cut on the matching rows only (the capture is the costly part).
             pos = in_run.arg_true()
             sub = msg.gather(pos)
-            none = pl.Series([None] * msg.len(), dtype=pl.Int32)
+            none = _nulls(msg.len(), pl.Int32)
             ranks.append(none.scatter(pos, sub.str.extract(DS_RANK_PREFIX, 1).cast(pl.Int32, strict=False)))
             stripped = stripped.clone().scatter(pos, sub.str.replace(DS_RANK_PREFIX, ""))
     msg = stripped
     # After the record prefix: another rank prefix, or ProcessGroupNCCL's rank marker.
     pg = msg.str.extract(_PG_RANK, 1).cast(pl.Int32, strict=False) if msg.str.contains("[PG ", literal=True).any() else None
-    msg, _ = _peel_rank(msg, ranks)
+    msg, _ = _peel_rank(msg, ranks, local)
     if pg is not None:
         ranks.append(pg)
     if launcher_rank is not None:
         ranks.append(launcher_rank)
+    ranks.extend(local)
     if ranks:
         rank = pl.select(pl.coalesce(ranks)).to_series() if len(ranks) > 1 else ranks[0]
     else:
-        rank = pl.Series([None] * msg.len(), dtype=pl.Int32)
+        rank = _nulls(msg.len(), pl.Int32)
     return df.with_columns(msg.alias("msg"), rank.alias("rank"), ts.alias("ts"))
 
 
-# File names that carry a rank: rank3.log, node1-rank12.out, worker_3.err, torchrun --log-dir `attempt_0/3/stderr.log`.
+# File names that carry a rank: rank3.log, node1-rank12.out, DeepSpeed `--enable_each_rank_log`'s
+# `20240101120000_rank3.log` (global rank), worker_3.err, torchrun --log-dir `attempt_0/3/stderr.log`.
+# Not ranks: `local_rank3` (a local rank); `worker-1` with a hyphen (a host or pod: DeepSpeed hostfiles name
+# nodes `worker-0`, `worker-1`; Kubeflow pods are `<job>-worker-N`); Slurm's `slurm-1234_3.out` (`%A_%a`: the
+# array task index) and any other bare number (`run_2024.log`, `llama-7b.log`, `step100.log`).
+# torchrun's `attempt_N/<k>/` directory is the LOCAL rank (torch/distributed/elastic/multiprocessing/api.py
+# `os.path.join(attempt_log_dir, str(local_rank))`): it equals the global rank on one node only, so it is a
+# fallback that any rank prefix inside the file overrides (textlog fills only rows without a rank).
 _PATH_RANK = [
-    re.compile(r"(?:^|[^a-z])(?:global_?)?rank[_-]?(\d+)(?![0-9])", re.I),
-    re.compile(r"(?:^|[^a-z])(?:worker|proc|process|gpu|device)[_-]?(\d+)(?![0-9])", re.I),
+    re.compile(r"(?<![a-z])(?<!local_)(?<!local-)(?:global_?)?rank[_-]?(\d+)(?![0-9])", re.I),
+    re.compile(r"(?<![a-z])(?:worker_?|(?:proc|process|gpu|device)[_-]?)(\d+)(?![0-9])", re.I),
     re.compile(r"attempt_\d+/(\d+)/(?:stdout|stderr|error)\.(?:log|json)$"),
     re.compile(r"(?:^|/)(?:default|trainer)(\d+)[./]"),
 ]

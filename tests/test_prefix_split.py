@@ -18,10 +18,14 @@ UTC = dt.timezone.utc
 
 
 def reference(df: pl.DataFrame, year: int) -> pl.DataFrame:
-    out = df.with_columns(pl.col("text").alias("msg"), pl.lit(None, pl.Int32).alias("rank"))
+    out = df.with_columns(pl.col("text").alias("msg"), pl.lit(None, pl.Int32).alias("rank"), pl.lit(None, pl.Int32).alias("_local"))
     for _ in range(2):
+        # torchrun's `[defaultN]:` is a local rank: it counts only where nothing else on the line names one.
+        found = pl.col("msg").str.extract(P.RANK_PREFIX, 1).cast(pl.Int32, strict=False)
+        is_local = pl.col("msg").str.starts_with("[default")
         out = out.with_columns(
-            pl.coalesce(pl.col("rank"), pl.col("msg").str.extract(P.RANK_PREFIX, 1).cast(pl.Int32, strict=False)).alias("rank"),
+            pl.coalesce(pl.col("rank"), pl.when(~is_local).then(found)).alias("rank"),
+            pl.coalesce(pl.col("_local"), pl.when(is_local).then(found)).alias("_local"),
             pl.col("msg").str.replace(P.RANK_PREFIX, ""),
         )
     parts = [P._ts_expr(pl.col("msg").str.extract(p, 1), kind, year) for _, p, kind in P.LOG_PREFIXES if kind]
@@ -40,10 +44,11 @@ def reference(df: pl.DataFrame, year: int) -> pl.DataFrame:
             pl.col("msg").str.extract(P.RANK_PREFIX, 1).cast(pl.Int32, strict=False),
             pl.col("msg").str.extract(P.INNER_RANK, 1).cast(pl.Int32, strict=False),
             pl.col("msg").str.extract(P.INNER_RANK, 2).cast(pl.Int32, strict=False),
+            pl.col("_local"),
         ).alias("rank"),
         pl.col("msg").str.replace(P.RANK_PREFIX, ""),
     )
-    return out.drop("_ds").select(*df.columns, "msg", "rank", "ts")
+    return out.drop("_ds", "_local").select(*df.columns, "msg", "rank", "ts")
 
 
 RANKS = ["", "[rank3]:", "[rank3]: ", "[default5]:", "[Rank 12] ", "[RANK:7] ", "[default0]:[rank0]: ", "[rank99999999999]:"]
