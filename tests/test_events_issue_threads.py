@@ -20,8 +20,9 @@ def test_mmsegmentation_3106_report_with_two_other_failures(tmp_path):
     f = json.loads(rep["fields"])
     assert (rep["line"], rep["end_line"], rep["rank"]) == (5, 33, 0)
     assert (f["exitcode"], f["signal"], f["failures"], f["other_ranks"]) == ("-6", "SIGABRT", "3", "1,2")
+    # Each row's `Signal ... received by PID` line takes the rank of the report row with its PID.
     assert rows(ev, "torchrun_worker_signal", "signame", "pid") == [
-        (16, None, "SIGABRT", "2385923"), (23, None, "SIGABRT", "2385924"), (32, None, "SIGABRT", "2385922")]
+        (16, 1, "SIGABRT", "2385923"), (23, 2, "SIGABRT", "2385924"), (32, 0, "SIGABRT", "2385922")]
 
 
 def test_accelerate_2960_report_then_srun_and_glog_launcher(tmp_path):

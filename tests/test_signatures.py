@@ -571,6 +571,9 @@ EXTRA_LINES = [
     'Thread 2893 (idle): "MainThread"',
     "    - tensor 'L['x']' size mismatch at index 0. expected 19, actual 21",  # dynamo_recompile_reason list line, prefix stripped (OBS pytorch#110325)
     "RuntimeError: [enforce fail at inline_container.cc:747] . open file failed with strerror: Permission denied",
+    # Heads of lines a paste wrapped (partial forms; parsers/followups.py joins the rest back on).
+    "ctive operation timeout: WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=112, NumelOut=112, Timeout(ms)=1800000) ran for 1800011 millisecond",  # OBS open-r1#620
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",  # OBS TinyLLaVA_Factory#112
 ]
 
 

@@ -163,7 +163,7 @@ def test_cppo_6_report_after_traceback_tail(tmp_path):
     ev = ingest_issue(tmp_path, "cppo_6_child_failed_sigkill.log")
     rep = ev.filter(pl.col("code") == "torchrun_child_failed_report").row(0, named=True)
     assert (rep["line"], rep["end_line"], rep["rank"]) == (10, 25, 0)
-    assert rows(ev, "torchrun_worker_signal", "signame", "pid") == [(24, None, "SIGKILL", "14750")]
+    assert rows(ev, "torchrun_worker_signal", "signame", "pid") == [(24, 0, "SIGKILL", "14750")]  # the report row's rank
 
 
 def test_sctnet_47_old_report(tmp_path):
