@@ -149,3 +149,75 @@ def test_status_success_alone_is_not_an_error():
 def test_pytorch_cudnn_error_form_is_not_doubled():
     ev = events_of("RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR")
     assert ev.select("code", "fields").rows() == [("cudnn_error", '{"status":"CUDNN_STATUS_INTERNAL_ERROR"}')]
+
+
+# --- distributed store / rendezvous ----------------------------------------------------------
+
+
+def test_pytorch_107021_socket_timeout_host_port_and_rdzv_error(tmp_path):
+    ev = ingest_issue(tmp_path, "pytorch_107021_rdzv_connection_error.log")
+    assert rows(ev, "store_connect_failed", "timeout_s", "host", "port", "stage") == [(2, None, "60", "192.0.0.1", "1234", "gave_up")]
+    assert rows(ev, "rendezvous_error", "exc_type") == [(3, None, "RendezvousConnectionError")]
+
+
+def test_pytorch_79388_tuple_form_unchanged(tmp_path):
+    ev = ingest_issue(tmp_path, "pytorch_79388_socket_timeout_tuple.log")
+    assert rows(ev, "store_connect_failed", "host", "port") == [(3, None, "IP1", "2222")]
+    assert rows(ev, "rendezvous_error", "exc_type", "form") == [(6, None, "RendezvousConnectionError", "error_json")]
+
+
+def test_elastic_error_handler_json_dump(tmp_path):
+    ev = ingest_issue(tmp_path, "avhubert_19_rdzv_timeout_error_json.log")
+    assert rows(ev, "rendezvous_error", "exc_type", "detail", "form") == [(3, None, "RendezvousTimeoutError", None, "error_json")]
+    ev = ingest_issue(tmp_path / "b", "pytorch_64926_error_handler_json.log")
+    assert rows(ev, "rendezvous_error", "exc_type", "detail") == [
+        (5, None, "RendezvousConnectionError", "The connection to the C10d store has failed. See inner exception for details.")]
+
+
+def test_rendezvous_json_near_miss():
+    """Another exception in the dump, or a rendezvous word in a JSON value that is not the message."""
+    assert events_of('    "message": "ValueError: bad value",', '  "rdzv_backend": "RendezvousBackend",').height == 0
+
+
+def test_torchtune_2676_gloo_recv_timeout(tmp_path):
+    ev = ingest_issue(tmp_path, "torchtune_2676_gloo_recv_timeout.log")
+    assert rows(ev, "gloo_error", "file", "detail") == [(3, 2, "unbound_buffer.cc", "Timed out waiting 1800000ms for recv operation to complete")]
+
+
+def test_diffusion_pipe_333_store_connection_lost(tmp_path):
+    ev = ingest_issue(tmp_path, "diffusion_pipe_333_tcpstore_reset.log")
+    assert rows(ev, "store_connection_lost", "op", "remote", "detail") == [(1, 6, "recvValue", "[localhost]:29500", "Connection reset by peer")]
+    assert ev.filter(pl.col("code") == "store_connection_lost").get_column("severity").to_list() == ["warning"]
+
+
+def test_pytorch_74146_bare_runtime_error_reset(tmp_path):
+    ev = ingest_issue(tmp_path, "pytorch_74146_runtime_error_reset.log")
+    assert rows(ev, "dist_network_error", "detail", "form") == [(6, None, "Connection reset by peer", "runtime_error")]
+
+
+def test_connection_reset_near_misses():
+    """Only the whole exception line: a message that mentions a reset is not the store's."""
+    assert events_of("RuntimeError: Connection reset by peer while downloading the dataset, retrying",
+                     "requests.exceptions.ConnectionError: ('Connection aborted.', ConnectionResetError(104, 'Connection reset by peer'))",
+                     ).filter(pl.col("code") == "dist_network_error").height == 0
+
+
+# --- device-side asserts (2.x) ---------------------------------------------------------------
+
+
+def test_isnet_31_dsa_block_then_kernel_assert(tmp_path):
+    ev = ingest_issue(tmp_path, "isnet_31_dsa_then_loss_assert.log")
+    assert codes(ev) == [(1, "device_side_assert"), (2, "cuda_launch_blocking_advice"), (3, "cuda_launch_blocking_advice"),
+                         (4, "cuda_dsa_advice"), (6, "cuda_kernel_assert")]
+    assert rows(ev, "cuda_kernel_assert", "line", "block", "cond") == [(6, None, "95", "3663,0,0", "target_val >= zero && target_val <= one")]
+
+
+def test_qlora_3_index_select_asserts(tmp_path):
+    ev = ingest_issue(tmp_path, "qlora_3_index_select_assert.log")
+    assert rows(ev, "cuda_kernel_assert", "thread", "cond") == [(1, None, "0,0,0", "srcIndex < srcSelectDimSize"),
+                                                                 (2, None, "1,0,0", "srcIndex < srcSelectDimSize")]
+
+
+def test_plbert_28_unquoted_dsa_line(tmp_path):
+    ev = ingest_issue(tmp_path, "plbert_28_dsa_unquoted.log")
+    assert codes(ev) == [(1, "device_side_assert"), (2, "cuda_dsa_advice")]
