@@ -113,3 +113,37 @@ def test_watchdog_cut_mid_number_does_not_read_the_stub(tmp_path):
     ev = frame(ingest_text(tmp_path, _L2[:cut] + "\n\n"), "events")
     f = json.loads(ev.filter(pl.col("code") == "nccl_watchdog_timeout").row(0, named=True)["fields"])
     assert (f["seq"], f["op"], "numel_in" in f, f["partial"]) == ("1580", "ALLREDUCE", False, "true")
+
+
+# --- tracebacks whose opener the paste left out (parsers/blocks.py _tail_tracebacks) ---------
+
+
+def test_deepspeed_6793_rank_prefixed_traceback_tail(tmp_path):
+    ev = ingest_issue(tmp_path, "deepspeed_6793_no_sync_zero3_torchrun.log")
+    tb = ev.filter(pl.col("code") == "python_traceback").row(0, named=True)
+    f = json.loads(tb["fields"])
+    assert (tb["line"], tb["end_line"], tb["rank"]) == (1, 3, 0)
+    assert (f["function"], f["line"], f["exc_type"], f["frames"], f["head_truncated"]) == ("no_sync", "1997", "AssertionError", "1", "true")
+    assert tb["message"].startswith("AssertionError: no_sync context manager is incompatible")
+    assert rows(ev, "torchrun_child_failed", "exitcode", "local_rank") == [(6, None, "1", "1")]
+
+
+def test_dle_1386_headless_traceback_of_rank_2(tmp_path):
+    ev = ingest_issue(tmp_path, "dle_1386_nccl_shm_rank_prefixed.log")
+    tbs = ev.filter(pl.col("code") == "python_traceback").sort("line")
+    assert tbs.select("line", "end_line", "rank").rows() == [(1, 7, 2), (11, 13, 3)]
+    assert json.loads(tbs.row(0, named=True)["fields"])["exc_type"] == "torch.distributed.DistBackendError"
+
+
+def test_traceback_with_its_opener_is_not_doubled(tmp_path):
+    text = ('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    main()\n'
+            "ValueError: bad config\n")
+    ev = frame(ingest_text(tmp_path, text), "events")
+    assert ev.filter(pl.col("code") == "python_traceback").select("line", "end_line").rows() == [(1, 4)]
+
+
+def test_exception_line_after_indented_text_without_frames_is_not_a_traceback(tmp_path):
+    """Near miss: an indented config dump then an error record, with no `File "..."` frame above it."""
+    text = "    lr: 0.001\n    batch_size: 8\nValueError: bad config\n"
+    ev = frame(ingest_text(tmp_path, text), "events")
+    assert ev.filter(pl.col("code") == "python_traceback").height == 0

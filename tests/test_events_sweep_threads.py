@@ -27,8 +27,8 @@ def test_pytorch_147626_hip_invalid_device_function_unquoted_dsa_line(tmp_path):
 
 def test_rocm_5245_hip_illegal_address(tmp_path):
     ev = ingest_issue(tmp_path, "rocm_5245_hip_illegal_address.log")
-    assert codes(ev) == [(4, "illegal_memory_access"), (5, "cuda_error_lookup_advice"), (6, "cuda_launch_blocking_advice"),
-                         (8, "cuda_dsa_advice")]
+    assert codes(ev) == [(1, "python_traceback"), (4, "illegal_memory_access"), (5, "cuda_error_lookup_advice"),
+                         (6, "cuda_launch_blocking_advice"), (8, "cuda_dsa_advice")]
     assert rows(ev, "cuda_error_lookup_advice", "cuda_error_name") == [(5, None, "hipErrorIllegalAddress")]
 
 
@@ -221,3 +221,16 @@ def test_qlora_3_index_select_asserts(tmp_path):
 def test_plbert_28_unquoted_dsa_line(tmp_path):
     ev = ingest_issue(tmp_path, "plbert_28_dsa_unquoted.log")
     assert codes(ev) == [(1, "device_side_assert"), (2, "cuda_dsa_advice")]
+
+
+def test_dreambooth_251_unexpected_pos_then_enospc(tmp_path):
+    ev = ingest_issue(tmp_path, "dreambooth_251_unexpected_pos_enospc.log")
+    assert rows(ev, "checkpoint_write_failed", "pos", "expected") == [(2, None, "3492359232", "3492359120")]
+    assert rows(ev, "no_space_left", "errno") == [(8, None, "28")]
+
+
+def test_no_space_left_from_tensorflow_and_safetensors(tmp_path):
+    ev = ingest_issue(tmp_path, "keras_tuner_390_tf_disk_quota.log")
+    assert rows(ev, "no_space_left", "reason") == [(1, None, "No space left on device")]
+    ev = ingest_issue(tmp_path / "b", "llamafactory_5155_safetensors_storage_full.log")
+    assert rows(ev, "no_space_left", "reason") == [(1, None, "No space left on device")]
