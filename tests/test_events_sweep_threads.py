@@ -234,3 +234,27 @@ def test_no_space_left_from_tensorflow_and_safetensors(tmp_path):
     assert rows(ev, "no_space_left", "reason") == [(1, None, "No space left on device")]
     ev = ingest_issue(tmp_path / "b", "llamafactory_5155_safetensors_storage_full.log")
     assert rows(ev, "no_space_left", "reason") == [(1, None, "No space left on device")]
+
+
+# --- GPU hardware: ECC, Xid, a GPU lost to nvidia-smi ------------------------------------------
+
+
+def test_jade_194_uncorrectable_ecc(tmp_path):
+    ev = ingest_issue(tmp_path, "jade_194_uncorrectable_ecc.log")
+    assert codes(ev) == [(1, "ecc_error"), (2, "cuda_launch_blocking_advice"), (3, "cuda_launch_blocking_advice"), (4, "cuda_dsa_advice")]
+
+
+def test_gpud_46_xids_with_ctime_stamps(tmp_path):
+    ev = ingest_issue(tmp_path, "gpud_46_xid_ctime.log")
+    assert rows(ev, "xid", "xid", "pci", "process") == [(2, None, "13", "0000:cb:00", "<unknown>"), (3, None, "13", "0000:cb:00", "<unknown>"),
+                                                        (4, None, "109", "0000:cb:00", "pt_main_thread")]
+    ts = ev.filter(pl.col("code") == "xid").get_column("ts").to_list()
+    assert [(t.hour, t.minute, t.second) for t in ts] == [(11, 43, 9), (11, 43, 9), (11, 43, 14)]
+    # nvidia-peermem's `ERROR detected invalid context` is not an Xid.
+    assert 1 not in ev.get_column("line").to_list()
+
+
+def test_returnn_1486_gpu_lost_to_nvidia_smi(tmp_path):
+    ev = ingest_issue(tmp_path, "returnn_1486_smi_unknown_error_aer.log")
+    assert rows(ev, "gpu_fallen_off_bus", "pci", "reason", "form") == [(2, None, "0000:03:00.0", "Unknown Error", "nvidia_smi")]
+    assert ev.height == 1  # corrected PCIe AER errors are not events
