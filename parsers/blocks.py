@@ -305,6 +305,68 @@ def _traceback_event(frame: pl.DataFrame, v: _View, parts: list[dict], p: int, e
 
 
 # ---------------------------------------------------------------------------------------------
+# Traceback tails: a paste that begins inside a traceback (frames, then the exception, no opener)
+# ---------------------------------------------------------------------------------------------
+
+# An exception line as Python prints it last in a traceback (a dotted class name ending in Error/Exception).
+_TAIL_EXC = r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt)(?::|$)"
+_TAIL_FRAME = re.compile(r'^\s+File "[^"]+", line \d+')
+_TAIL_CODE = re.compile(r"^\s{4}|^\s+[~^]+\s*$")
+
+
+def _tail_tracebacks(frame: pl.DataFrame, cand: pl.DataFrame, spans: list[tuple[int, int]]) -> list[dict]:
+    """Tracebacks whose opener the log lacks (a paste that starts at a frame): frames, then the exception."""
+    exc = cand.filter(pl.col("msg").str.contains(_TAIL_EXC))
+    if exc.height == 0:
+        return []
+    exc = _openers(frame, exc, "")
+    text = frame.get_column("text")
+    lines = frame.get_column("line")
+    events = []
+    for row in exc.iter_rows(named=True):
+        ln = int(row["line"])
+        if any(a <= ln <= b for a, b in spans):
+            continue  # the exception line of a block already reported
+        pos, msg = row["_pos"], row["msg"]
+        full = row["text"]
+        prefix = full[: len(full) - len(msg)] if full.endswith(msg) else ""
+        # Walk back over the frame and source lines of the same stream.
+        q, frames = pos - 1, []
+        while q >= 0 and pos - q <= WINDOW:
+            t = str(text[q])
+            if prefix and not t.startswith(prefix):
+                break
+            body = t[len(prefix) :]
+            if _TAIL_FRAME.match(body):
+                frames.append(body)
+            elif not _TAIL_CODE.match(body):
+                break
+            q -= 1
+        if not frames or _TB_START.search(str(text[q]) if q >= 0 else ""):
+            continue  # not after frames, or the opener is there (a block the traceback pass reads)
+        fields: dict = {"frames": len(frames), "head_truncated": "true"}
+        fm = _FRAME.match(frames[0])  # the walk went backwards: the first found is the last frame
+        if fm:
+            fields.update(file=fm.group("file"), line=fm.group("line"), function=fm.group("function"))
+        tm = _EXC_TYPE.match(msg.strip())
+        fields["exc_type"] = tm.group("type") if tm else None
+        events.append(
+            _event(
+                line=int(lines[q + 1]),
+                end_line=ln,
+                code="python_traceback",
+                severity="error",
+                message=msg.strip(),
+                text=_text(text, np.arange(q + 1, pos + 1)),
+                fields=fields,
+                rank=row["rank"] if row["rank"] is not None else _rank_of(prefix),
+                ts=row["ts"],
+            )
+        )
+    return events
+
+
+# ---------------------------------------------------------------------------------------------
 # IPython / Jupyter and rich tracebacks (pasted from notebooks, Lightning/typer consoles)
 # ---------------------------------------------------------------------------------------------
 
@@ -684,7 +746,9 @@ def _smi_tables(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
 
 def extract(frame: pl.DataFrame, cand: pl.DataFrame, year: int) -> pl.DataFrame:
     """Block events found in one frame (`cand` holds the prefix-split candidate lines)."""
-    rows = _tracebacks(frame, cand) + _notebook_tracebacks(frame, cand) + _cpp_dumps(frame, cand) + _reports(frame, cand) + _smi_tables(frame, cand)
+    rows = _tracebacks(frame, cand) + _notebook_tracebacks(frame, cand)
+    rows += _tail_tracebacks(frame, cand, [(r["line"], r["end_line"]) for r in rows])
+    rows += _cpp_dumps(frame, cand) + _reports(frame, cand) + _smi_tables(frame, cand)
     if not rows:
         return pl.DataFrame(schema=SCHEMA)
     return pl.DataFrame(rows, schema=SCHEMA).sort("line")

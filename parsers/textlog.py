@@ -18,7 +18,7 @@ import pyarrow as pa
 from forensics import spool
 from forensics import tables as T
 from forensics.tables import conform
-from parsers import blocks, metric_lines, nvsmi_table, profile_table, signatures
+from parsers import blocks, followups, metric_lines, nvsmi_table, profile_table, signatures
 from parsers.base import Parser, ParseResult, Sniffed
 from parsers.lines import ReadStats, iter_frames
 from parsers.prefixes import rank_from_path, split_prefixes
@@ -172,6 +172,7 @@ def parse(src, sn: Sniffed) -> ParseResult:
         m = metric_lines.extract(cand, state)
         ev = signatures.extract(cand)
         bl = blocks.extract(frame, cand, year)
+        ev = followups.complete(frame, ev, bl)  # details on the next lines, wrapped pastes, report ranks
         nvsmi_table.from_log(frame, cand, state)  # nvidia-smi tables pasted in the log -> gpu, gpu_procs
         out.add(m, [ev, bl], int(frame.get_column("line").max()))
     out.close()

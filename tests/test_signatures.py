@@ -571,6 +571,9 @@ EXTRA_LINES = [
     'Thread 2893 (idle): "MainThread"',
     "    - tensor 'L['x']' size mismatch at index 0. expected 19, actual 21",  # dynamo_recompile_reason list line, prefix stripped (OBS pytorch#110325)
     "RuntimeError: [enforce fail at inline_container.cc:747] . open file failed with strerror: Permission denied",
+    # Heads of lines a paste wrapped (partial forms; parsers/followups.py joins the rest back on).
+    "ctive operation timeout: WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=112, NumelOut=112, Timeout(ms)=1800000) ran for 1800011 millisecond",  # OBS open-r1#620
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",  # OBS TinyLLaVA_Factory#112
 ]
 
 
@@ -1083,6 +1086,45 @@ REAL_CASES = [
     ("nccl_blocking_wait_timeout", "OBS huggingface/diffusers#12422",
      "[rank1]:[E1002 18:16:40.662691402 ProcessGroupNCCL.cpp:756] [Rank 1] Work WorkNCCL(SeqNum=2521, OpType=ALLREDUCE, NumelIn=160672064, NumelOut=160672064, Timeout(ms)=600000) timed out in blocking wait.",
      "nccl_watchdog_timeout", "error", {"seq": "2521", "op": "ALLREDUCE", "numel_in": "160672064", "timeout_ms": "600000", "form": "blocking_wait"}),
+    ("hsa_memory_fault", "OBS ROCm/legacy-rocm-build#5051",
+     "Memory access fault by GPU node-1 (Agent handle: 0x55f8b54eec30) on address 0x7f2a53193000. Reason: Page not present or supervisor privilege.",
+     "illegal_memory_access", "error", {"node": "1", "address": "0x7f2a53193000", "reason": "Page not present or supervisor privilege", "form": "hsa"}),
+    ("amdgpu_page_fault", "OBS ROCm/legacy-rocm-build#5051 (journal)",
+     "Jan 09 18:55:45 alexpc kernel: amdgpu 0000:0b:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 vmid:8 pasid:32792)",
+     "amdgpu_page_fault", "error", {"pci": "0000:0b:00.0", "hub": "gfxhub", "ring": "24", "vmid": "8", "pasid": "32792"}),
+    ("amdgpu_page_fault_retry_process", "OBS freebsd/drm-kmod#78",
+     "drmn0: [gfxhub0] retry page fault (src_id:0 ring:0 vmid:5 pasid:32772, for process  pid 101038 thread  pid 101038)",
+     "amdgpu_page_fault", "error", {"hub": "gfxhub0", "retry": "retry ", "vmid": "5", "pid": "101038"}),
+    ("amdgpu_ring_timeout_dmesg", "OBS pop-os/cosmic-epoch#3764",
+     "[  312.522692] amdgpu 0000:28:00.0: ring gfx_0.0.0 timeout, signaled seq=57638, emitted seq=57641",
+     "amdgpu_ring_timeout", "error", {"uptime_s": "312.522692", "pci": "0000:28:00.0", "ring": "gfx_0.0.0", "signaled": "57638", "emitted": "57641"}),
+    ("amdgpu_ring_timeout_drm_error", "OBS yshui/picom#1390",
+     "Nov 14 10:46:51 leviathan kernel: [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled seq=5235351, emitted seq=5235353",
+     "amdgpu_ring_timeout", "error", {"ring": "gfx_0.0.0", "signaled": "5235351", "emitted": "5235353"}),
+    ("store_client_timeout_host_port", "OBS pytorch#107021 (no tuple around host:port)",
+     "[E socket.cpp:860] [c10d] The client socket has timed out after 60s while trying to connect to 192.0.0.1:1234",
+     "store_connect_failed", "error", {"timeout_s": "60", "host": "192.0.0.1", "port": "1234", "stage": "gave_up"}),
+    ("rendezvous_error_json", "OBS facebookresearch/av_hubert#19 (error_handler dump)",
+     '    "message": "RendezvousTimeoutError: ",',
+     "rendezvous_error", "error", {"exc_type": "RendezvousTimeoutError", "form": "error_json"}),
+    ("store_connection_lost", "OBS tdrussell/diffusion-pipe#333",
+     "[rank6]:[W729 10:15:17.529361055 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=76, addr=[localhost]:60950, remote=[localhost]:29500): Connection reset by peer",
+     "store_connection_lost", "warning", {"op": "recvValue", "fd": "76", "remote": "[localhost]:29500", "detail": "Connection reset by peer"}),
+    ("dist_runtime_error_reset", "OBS pytorch#74146",
+     "RuntimeError: Connection reset by peer",
+     "dist_network_error", "error", {"detail": "Connection reset by peer", "form": "runtime_error"}),
+    ("deepspeed_killing_subprocess", "OBS deepspeedai/DeepSpeed#1581",
+     "[2021-11-21 08:32:07,148] [INFO] [launch.py:131:sigkill_handler] Killing subprocess 250621",
+     "torchrun_closing_worker", "info", {"pid": "250621", "launcher": "deepspeed"}),
+    ("cudnn_status_tensorflow", "OBS Li-Chongyi/Ucolor#9",
+     "E tensorflow/stream_executor/cuda/cuda_dnn.cc:81] CUDNN_STATUS_EXECUTION_FAILED",
+     "cudnn_error", "error", {"status": "CUDNN_STATUS_EXECUTION_FAILED", "form": "bare"}),
+    ("cublas_glog_check", "OBS chengyangfu/caffe#6",
+     "F0421 09:02:45.161278  7233 math_functions.cu:52] Check failed: status == CUBLAS_STATUS_SUCCESS (13 vs. 0)  CUBLAS_STATUS_EXECUTION_FAILED",
+     "cublas_error", "error", {"status": "CUBLAS_STATUS_EXECUTION_FAILED"}),
+    ("cublas_single_quoted_call", "OBS YueLiao/CDN#29",
+     "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling 'cublasSgemm( handle, opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)'",
+     "cublas_error", "error", {"status": "CUBLAS_STATUS_EXECUTION_FAILED", "call": "cublasSgemm"}),
 ]
 
 

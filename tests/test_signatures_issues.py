@@ -80,6 +80,7 @@ def test_pytorch_118369_timeout_glued_to_a_progress_bar(tmp_path):
 def test_ms_swift_3267_rank_prefixed_cuda_assert(tmp_path):
     ev = ingest_issue(tmp_path, "ms_swift_3267_rank_prefixed_assert.log")
     assert ev.select("line", "rank", "code", "severity").rows() == [
+        (1, 0, "python_traceback", "error"),  # the paste starts inside the traceback: its tail is still one
         (9, 0, "device_side_assert", "error"),
         (10, 0, "cuda_launch_blocking_advice", "advice"),
         (11, 0, "cuda_launch_blocking_advice", "advice"),
@@ -116,7 +117,7 @@ def test_nccl_error_rank_prefixed_with_shm_last_error(tmp_path):
     assert rows(ev, "nccl_error", "line", "reason", "nccl_version") == [(7, 2, "2028", "unhandled system error", "2.20.5")]
     assert rows(ev, "nccl_error_detail", "nccl_code") == [(8, 2, "ncclSystemError")]
     assert rows(ev, "nccl_shm_attach_failed", "action", "segment", "size") == [(10, 2, "creating", "/dev/shm/nccl-c8G2vd", "5767520")]
-    tb = ev.filter(pl.col("code") == "python_traceback").row(0, named=True)
+    tb = ev.filter((pl.col("code") == "python_traceback") & (pl.col("rank") == 3)).row(0, named=True)
     assert (tb["line"], tb["rank"], tb["end_line"]) == (11, 3, 13)
 
 
@@ -163,7 +164,7 @@ def test_cppo_6_report_after_traceback_tail(tmp_path):
     ev = ingest_issue(tmp_path, "cppo_6_child_failed_sigkill.log")
     rep = ev.filter(pl.col("code") == "torchrun_child_failed_report").row(0, named=True)
     assert (rep["line"], rep["end_line"], rep["rank"]) == (10, 25, 0)
-    assert rows(ev, "torchrun_worker_signal", "signame", "pid") == [(24, None, "SIGKILL", "14750")]
+    assert rows(ev, "torchrun_worker_signal", "signame", "pid") == [(24, 0, "SIGKILL", "14750")]  # the report row's rank
 
 
 def test_sctnet_47_old_report(tmp_path):

@@ -17,6 +17,7 @@ TIMEOUT_CODES = ("nccl_watchdog_timeout", "nccl_work_status", "nccl_heartbeat_ti
 ERROR_CODES = ("nccl_error", "nccl_error_detail", "nccl_comm_aborted", "nccl_socket_connect_failed",
                "nccl_ib_completion_error", "nccl_warn", "dist_network_error", "nccl_ops_failed",
                "nccl_unique_id_store_error", "nccl_duplicate_gpu")
+LAUNCHER_CODES = ("torchrun_worker_signal", "torchrun_child_failed_report", "torchrun_child_failed")
 NETWORK_TEXT = r"(?i)socket|connect|NET/IB|ibv_|network|Connection reset|remote process exited|ib_|RoCE"
 # Failures of the fabric itself: IB work completions in error, refused or aborted connections, a peer
 # closing the socket. A peer that died first causes them too; the engine then confirms peer_died_first.
@@ -161,5 +162,8 @@ def _silent_ranks(ctx: Context, timeouts: pl.DataFrame) -> list[int]:
         return []
     m = ctx.metrics
     known = set(ranks_of(m.filter(pl.col("step").is_not_null()))) if m.height else set()
-    erred = set(ranks_of(ctx.events.filter(pl.col("severity") == "error")))
+    # The launcher's account of the end (its report rows, the signals it sent) names every rank it
+    # stopped, the straggler included: not an error of that rank's own.
+    own = ctx.events.filter((pl.col("severity") == "error") & ~pl.col("code").is_in(list(LAUNCHER_CODES)))
+    erred = set(ranks_of(own))
     return sorted(known - waited - erred)

@@ -1,0 +1,206 @@
+"""Signature events completed from the lines around them: NCCL `Last error:` details, messages a paste
+wrapped onto two lines, and the ranks of torchrun report rows.
+
+The signature table matches one line at a time; a few messages carry their meaning on the next
+line(s). Only the (sparse) events that can have such a continuation are looked at, so Python
+iterates over a handful of events per chunk, never over the lines.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import orjson
+import polars as pl
+
+from parsers import signatures
+from parsers.prefixes import ANY_LOG_PREFIX
+
+# Events whose message may go on in the rows after it (the NCCL error-detail lines).
+DETAIL_CODES = ("nccl_error", "nccl_error_detail")
+# How many rows after an event are searched for the next lines of its stream (ranks interleave).
+NEXT_ROWS = 24
+_NCCL_CODE = re.compile(r"^\s*(?:\w+: )?(?P<code>nccl(?:SystemError|UnhandledCudaError|InternalError|InvalidArgument|InvalidUsage|RemoteError)): ")
+_LAST_ERROR = re.compile(r"^\s*Last error:\s*(?P<detail>.*?)\s*$")
+_LAST_INLINE = re.compile(r" Last error: (?P<detail>.+?)\s*$")
+# A line that is not the detail of a `Last error:` with nothing after it: a C++ frame dump, a
+# traceback, a new log record, another NCCL error.
+_NOT_DETAIL = re.compile(rf"^(?:Exception raised from|Traceback \(|frame #\d|nccl\w+Error: |terminate called)|{ANY_LOG_PREFIX}")
+_RANKED = re.compile(r"^\[(?:rank|default)\d+\]:")
+_TIME_TOKEN = re.compile(r"\d{4}-\d{2}-\d{2}[T _]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?|\d{2}:\d{2}:\d{2}(?:[.,]\d+)?")
+_REPORT_PIDS = ("torchrun_worker_signal",)
+# vLLM's record prefix (`ERROR 04-07 00:57:46 ray_utils.py:45] `), which the prefix splitter leaves on the
+# message: part of the stream's prefix here, since each detail line repeats it.
+_VLLM_RECORD = re.compile(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d [\w.]+:\d+\] ")
+
+
+@lru_cache(maxsize=1)
+def _full_forms() -> dict[str, list[tuple[re.Pattern, dict]]]:
+    """Per code, the compiled regexes (and constant fields) of its complete-message signatures."""
+    out: dict[str, list[tuple[re.Pattern, dict]]] = {}
+    for sig in signatures.load():
+        if "partial" in sig.const or sig.derive:
+            continue
+        out.setdefault(sig.code, []).append((re.compile(sig.regex), dict(sig.const)))
+    return out
+
+
+def _prefix_re(prefix: str) -> re.Pattern | None:
+    """A pattern for a prefix whose time stamp changes from line to line, else None."""
+    if not _TIME_TOKEN.search(prefix):
+        return None
+    out, last = [], 0
+    for m in _TIME_TOKEN.finditer(prefix):
+        out.append(re.escape(prefix[last : m.start()]))
+        out.append(re.sub(r"\d", r"\\d", re.escape(m.group())))
+        last = m.end()
+    out.append(re.escape(prefix[last:]))
+    return re.compile("".join(out))
+
+
+def _stream(text: pl.Series, pos: int, prefix: str, want: int) -> list[tuple[int, str]]:
+    """Up to `want` rows after `pos` of the same stream (the same prefix), as (row, body without the prefix)."""
+    pattern = _prefix_re(prefix)
+    out: list[tuple[int, str]] = []
+    for q in range(pos + 1, min(len(text), pos + 1 + NEXT_ROWS)):
+        t = text[q] or ""
+        if pattern is not None:
+            m = pattern.match(t)
+            if not m:
+                continue
+            body = t[m.end() :]
+        elif prefix:
+            if not t.startswith(prefix):
+                continue
+            body = t[len(prefix) :]
+        elif _RANKED.match(t):
+            continue  # a line of a rank-prefixed stream inside an unprefixed one
+        else:
+            body = t
+        out.append((q, body))
+        if len(out) >= want:
+            break
+    return out
+
+
+def _join_partial(ev: dict, text: pl.Series, pos: int) -> int:
+    """Complete a message a paste wrapped onto the next line; returns the row the event now ends on."""
+    if pos + 1 >= len(text):
+        return pos
+    head = ev["message"].rstrip()
+    tail = (text[pos + 1] or "").strip()
+    if not tail or _NOT_DETAIL.match(tail) or _RANKED.match(tail):
+        return pos
+    # A wrap inside a word or number leaves no space; one between words drops it: try both.
+    for joined in (head + tail, head + " " + tail):
+        for rx, const in _full_forms().get(ev["code"], []):
+            m = rx.search(joined)
+            if not m or m.start() >= len(head) or m.end() <= len(head):
+                continue  # the match must start in the head and need the continuation
+            found = {k: v for k, v in m.groupdict().items() if v}
+            fields = {k: v for k, v in ev["_f"].items() if k != "partial"}
+            fields.update(found)
+            fields.update({k: str(v) for k, v in const.items()})
+            if "rank" in found and ev["rank"] is None:
+                ev["rank"] = int(found["rank"])
+            ev["_f"] = fields
+            ev["message"] = joined
+            return pos + 1
+    return pos
+
+
+def _last_error(ev: dict, text: pl.Series, pos: int, prefix: str) -> int:
+    """Attach the `Last error:` detail that NCCL prints on the lines after its error; returns the end row."""
+    inline = _LAST_INLINE.search(ev["message"])
+    if inline:
+        ev["_f"]["last_error"] = inline.group("detail")
+        return pos
+    rows = _stream(text, pos, prefix, 3)
+    end, k = pos, 0
+    if ev["code"] == "nccl_error" and k < len(rows):
+        cm = _NCCL_CODE.match(rows[k][1])
+        if cm:
+            ev["_f"].setdefault("nccl_code", cm.group("code"))
+            end, k = rows[k][0], k + 1
+            inline = _LAST_INLINE.search(rows[k - 1][1])
+            if inline:
+                ev["_f"]["last_error"] = inline.group("detail")
+                return end
+    if k < len(rows):
+        lm = _LAST_ERROR.match(rows[k][1])
+        if lm:
+            end, k = rows[k][0], k + 1
+            detail = lm.group("detail")
+            if not detail and k < len(rows):
+                nxt = rows[k][1].strip()
+                if nxt and not _NOT_DETAIL.match(nxt):
+                    detail, end = nxt, rows[k][0]
+            if detail:
+                ev["_f"]["last_error"] = detail
+    return end
+
+
+def _report_ranks(events: list[dict], reports: pl.DataFrame) -> None:
+    """Give rank-less events inside a torchrun report the rank of the report row with their PID."""
+    spans = []
+    for r in reports.iter_rows(named=True):
+        f = orjson.loads(r["fields"])
+        pids = [f.get("pid"), *(f.get("other_pids") or "").split(",")]
+        ranks = [f.get("rank"), *(f.get("other_ranks") or "").split(",")]
+        by_pid = {p: int(k) for p, k in zip(pids, ranks, strict=False) if p and k and k.lstrip("-").isdigit()}
+        spans.append((r["line"], r["end_line"], by_pid))
+    for ev in events:
+        pid = ev["_f"].get("pid")
+        if ev["rank"] is not None or pid is None:
+            continue
+        for lo, hi, by_pid in spans:
+            if lo <= ev["line"] <= hi and pid in by_pid:
+                ev["rank"] = by_pid[pid]
+                break
+
+
+def complete(frame: pl.DataFrame, ev: pl.DataFrame, blocks: pl.DataFrame) -> pl.DataFrame:
+    """The signature events `ev` of one frame, completed from the lines after them and the block events."""
+    if ev.height == 0:
+        return ev
+    partial = pl.col("fields").str.contains('"partial":"true"', literal=True)
+    in_report = pl.col("code").is_in(list(_REPORT_PIDS)) & pl.col("rank").is_null()
+    reports = blocks.filter(pl.col("code") == "torchrun_child_failed_report") if blocks.height else blocks
+    todo = pl.col("code").is_in(list(DETAIL_CODES)) | partial
+    if reports.height:
+        todo = todo | in_report
+    sel = ev.with_row_index("_i").filter(todo)
+    if sel.height == 0:
+        return ev
+    # Frame row of each event (rows are not lines: `\r` splits a line into several rows).
+    rows = frame.select("line", "text").with_row_index("_pos")
+    sel = sel.join(rows, on=["line", "text"], how="left").unique("_i", keep="first", maintain_order=True)
+    text = frame.get_column("text")
+    out = []
+    for r in sel.iter_rows(named=True):
+        r["_f"] = orjson.loads(r["fields"])
+        pos = r["_pos"]
+        if pos is not None:
+            msg = r["message"] or ""
+            prefix = r["text"][: len(r["text"]) - len(msg)] if msg and r["text"].endswith(msg) else ""
+            vm = _VLLM_RECORD.match(msg)
+            if vm:
+                prefix += vm.group()
+            end = pos
+            if r["_f"].get("partial") == "true":
+                end = _join_partial(r, text, pos)
+            if r["code"] in DETAIL_CODES:
+                end = _last_error(r, text, end, prefix)
+            if end != pos:
+                r["end_line"] = int(frame.get_column("line")[end])
+                r["text"] = "\n".join(text.slice(pos, end - pos + 1).to_list())
+        out.append(r)
+    if reports.height:
+        _report_ranks(out, reports)
+    for r in out:
+        r["fields"] = orjson.dumps(r.pop("_f")).decode()
+    done = pl.DataFrame([{k: r[k] for k in ev.columns} | {"_i": r["_i"]} for r in out],
+                        schema={**ev.schema, "_i": pl.UInt32})
+    rest = ev.with_row_index("_i").join(done.select("_i"), on="_i", how="anti").select(done.columns)
+    return pl.concat([rest, done], how="vertical_relaxed").sort("_i").drop("_i")
