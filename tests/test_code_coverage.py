@@ -46,6 +46,7 @@ UNREAD = {
     "rendezvous_error": "rendezvous closed/timeout: a consequence of a restart or of a store failure that is read",
     "store_bind_failed": "master port in use: configuration, no playbook",
     "store_listen_failed": "master port in use: configuration, no playbook",
+    "store_connection_lost": "TCPStore peer reset: the consequence of another process's failure, which is read",
 }
 
 

@@ -104,6 +104,8 @@ def test_vllm_7896_ray_dedup_suffix_is_not_part_of_a_frame(tmp_path):
     """Ray appends ` [repeated 6x across cluster]` to deduplicated lines, traceback frames included."""
     ev = ingest_issue(tmp_path, "vllm_7896_ray_repeated_suffix.log")
     assert rows(ev, "nccl_error", "reason") == [(3, None, "unhandled cuda error")]
-    tb = ev.filter(pl.col("code") == "python_traceback").row(0, named=True)
+    # The paste starts inside pid 11305's traceback (lines 1-3); pid 11934's has its head (line 5 on).
+    head_cut, tb = ev.filter(pl.col("code") == "python_traceback").sort("line").rows(named=True)
+    assert (head_cut["line"], head_cut["end_line"], json.loads(head_cut["fields"])["head_truncated"]) == (1, 3, "true")
     f = json.loads(tb["fields"])
     assert (tb["line"], tb["end_line"], f["function"], f["line"], f["truncated"]) == (5, 7, "execute_method", "374", "true")

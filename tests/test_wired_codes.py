@@ -245,3 +245,27 @@ def test_tasks_killed_after_another_task_failed_are_its_consequence(tmp_path):
     # remaining tasks (ArjunaCluster/ArjunaUsers#48's report form); the kill is not a host OOM.
     a = run_of(tmp_path, {"slurm.out": "srun: error: SERVER_NAME: tasks 2-3: Exited with exit code 1\n" + SRUN_KILLED + "\n"})
     assert "host-memory-exhaustion" not in {f.id for f in a.findings}
+
+
+def _issue_run(tmp_path: Path, *names: str) -> Analysis:
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in names:
+        shutil.copy(ROOT / "tests" / "recordings" / "issues" / name, run / name)
+    return analyze(Context(ingest(run)))
+
+
+def test_amdgpu_ring_timeout_is_a_gpu_fault_of_middling_confidence(tmp_path):
+    # yshui/picom#1390: `[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, ...` then a GPU reset.
+    a = _issue_run(tmp_path, "picom_1390_amdgpu_job_timedout.log")
+    top = problems(a)[0]
+    assert (top.id, top.causes[0].cause.id, top.confidence) == ("gpu-hardware-fault", "failing_gpu", 0.7)
+    assert "ring gfx_0.0.0 timeout" in top.summary
+
+
+def test_amdgpu_page_fault_is_read_as_the_programs_fault_not_the_hardwares(tmp_path):
+    # ROCm/legacy-rocm-build#5051: HSA's `Memory access fault by GPU node-1` with the kernel's gfxhub page fault.
+    a = _issue_run(tmp_path, "rocm_5051_hsa_fault_and_gfxhub.log")
+    hw = finding(a, "gpu-hardware-fault")
+    assert (hw.severity, hw.confidence) == (Severity.MEDIUM, 0.5)
+    assert problems(a)[0].id == "device-assert"

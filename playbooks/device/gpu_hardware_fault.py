@@ -10,7 +10,9 @@ from playbooks.evidence import detection, events, first_message
 from playbooks.fields import field
 from playbooks.model import Cause, Detection, Severity
 
-CODES = ("xid", "sxid", "ecc_error", "gpu_fallen_off_bus", "gpu_init_failed")
+# amdgpu's kernel lines are AMD's counterparts: a GPU page fault (like Xid 31, usually the program's bad
+# address) and a ring timeout (the GPU stopped completing work and the driver reset it).
+CODES = ("xid", "sxid", "ecc_error", "gpu_fallen_off_bus", "gpu_init_failed", "amdgpu_page_fault", "amdgpu_ring_timeout")
 # Xid codes that mean the hardware (memory, bus, GPU) failed, not the program. 13/31/43 are usually application faults.
 HW_XIDS = {"48", "63", "64", "74", "79", "92", "94", "95", "119", "120", "123", "140"}
 # NVLink errors: 74 (older GPUs) and 144-150 (NVLink5 / NVL72 families).
@@ -43,7 +45,8 @@ PLAYBOOK = declare(
 Kernel log `NVRM: Xid (PCI:…): N, …` lines, `uncorrectable ECC error encountered`, `GPU has fallen
 off the bus`, `NVRM: GPU …: RmInitAdapter failed!` (the driver cannot initialise the GPU),
 `Unable to determine the device handle for GPU … : GPU is lost`, pending retired pages
-or uncorrectable ECC counts in nvidia-smi samples, a GPU missing from later samples.
+or uncorrectable ECC counts in nvidia-smi samples, a GPU missing from later samples; on AMD GPUs,
+amdgpu `[gfxhub] page fault (src_id:… ring:… vmid:… pasid:…)` and `ring gfx_0.0.0 timeout` lines.
 
 ## Why it matters
 No code change fixes failing hardware; the job must move off the node, and every other error on that
@@ -54,7 +57,8 @@ rank (timeouts, asserts, context errors) is a consequence.
 
 ## Known false positives
 Xid 13, 31 and 43 are usually raised by application faults (illegal address, exception); they are
-reported with lower confidence. An Xid 45 (channel cleanup) `caused by previous Xid N` is judged by N.
+reported with lower confidence, as are amdgpu `[gfxhub] page fault` lines (AMD's Xid 31). An amdgpu
+`ring … timeout` (the driver reset a hung GPU) names a failing GPU with middling strength. An Xid 45 (channel cleanup) `caused by previous Xid N` is judged by N.
 """,
     )
 )
@@ -80,12 +84,18 @@ def detect_events(ctx: Context, th: dict) -> Detection | None:
         causes["failing_gpu"] = max(causes.get("failing_gpu", 0.0), 0.4)
     if {x for x in xids} & NVLINK_XIDS or "nvlink" in text:
         causes["nvlink"] = 0.8
-    app_only = bool(xids) and not causes and set(xids) <= {"13", "31", "43"}
+    codes = set(ev.get_column("code").to_list())
+    ring_only = "amdgpu_ring_timeout" in codes and not causes
+    if "amdgpu_ring_timeout" in codes:
+        # A hung ring is a hardware or firmware fault as often as a runaway kernel: not proof of either.
+        causes["failing_gpu"] = max(causes.get("failing_gpu", 0.0), 0.6)
+    # Faults the program's own bad addresses raise: Xid 13/31/43, and amdgpu page faults.
+    app_only = not causes and (bool(xids) or "amdgpu_page_fault" in codes) and set(xids) <= {"13", "31", "43"}
     if not causes:
         causes["failing_gpu"] = 0.3
     xid_text = f" (Xid {', '.join(sorted(xids, key=lambda x: int(x) if x.isdigit() else 0))})" if xids else ""
     return detection(ev, f"GPU hardware fault{xid_text}: {first_message(ev)}", causes,
-                     confidence=0.5 if app_only else 0.95, severity=Severity.MEDIUM if app_only else None,
+                     confidence=0.5 if app_only else 0.7 if ring_only else 0.95, severity=Severity.MEDIUM if app_only else None,
                      facts={"xids": sorted(xids)})
 
 
