@@ -12,6 +12,7 @@ from __future__ import annotations
 from parsers.metric_grammars import (
     deepspeed,
     detectron,
+    dllogger,
     fairseq,
     generic,
     hf,
@@ -39,6 +40,7 @@ GRAMMARS: list[Grammar] = [
     fairseq.GRAMMAR,
     metriclogger.GRAMMAR,
     detectron.GRAMMAR,
+    dllogger.GRAMMAR,
     timm.GRAMMAR,
     verl.GRAMMAR,
     torch_memory.GRAMMAR,

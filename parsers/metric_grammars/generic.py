@@ -82,7 +82,7 @@ JSON_PAIR = r"\"(?P<key>[^\"]+)\"\s*:\s*(?P<val>\"[^\"]*\"|[-+\w.]+)"
 # may sit in brackets with its total (`Epoch:[844/1500]`).
 KV_PAIR = (
     r"(?i)(?:^|[\s|,;\[\(\{])(?P<key>[a-z][a-z0-9_./-]*(?: [a-z][a-z0-9_./-]*){0,2}?(?: \([a-z]\))?)\s*(?:[:=]\s*|\s+)"
-    rf"\[?(?P<val>{NUM})(?:\s?(?P<unit>(?:ms|s|GiB|GB|MiB|MB)\b|%))?(?:\s?/\s?(?P<tot>\d+))?\]?(?:\s*\({NUM}\))?"
+    rf"(?P<ob>\[)?(?P<val>{NUM})(?:\s?(?P<unit>(?:ms|s|GiB|GB|MiB|MB)\b|%))?(?:\s?/\s?(?P<tot>\d+))?\]?(?:\s*\({NUM}\))?"
 )
 
 
@@ -157,6 +157,10 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
         .select("_i")
     )
     kv = kv.join(residue, on="_i", how="semi", maintain_order="left")
+    # Not measurements: a bracketed percentage is progress (`Epoch 1 complete [10%]  Loss: ..`), and a
+    # `[file.py line:78]` logging prefix the prefix splitter left in place ([OBS] mira-ai-lab/MUSIC-AVQA-R#1).
+    kv = kv.filter(~(pl.col("ob").is_not_null() & (pl.col("unit") == "%")).fill_null(False)
+                   & ~pl.col("key").str.contains(r"\.py line$"))
     return rows_from_pairs(kv, "generic") if kv.height else empty_rows()
 
 

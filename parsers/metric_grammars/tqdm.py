@@ -149,7 +149,11 @@ def desc_rows(states: pl.DataFrame, state: dict) -> pl.DataFrame:
     description names an epoch (the same count as Lightning's `Epoch N` bars); else `n`. A validation
     bar (`Valid ...`, `Val ...`, `Eval ...`) counts its own batches: its rows take `eval_` names and no
     step (textlog carries the training step before it)."""
-    d = states.filter(pl.col("desc").str.contains(r"(?i)loss\s*[:=]") & (pl.col("n") > 0))
+    # A description padded with a run of spaces is another line's text glued before the bar (a paste that
+    # lost its `\r`), not a description: not read here.
+    d = states.filter(
+        pl.col("desc").str.contains(r"(?i)loss\s*[:=]") & (pl.col("n") > 0) & ~pl.col("desc").str.contains("   ", literal=True)
+    )
     if d.height == 0:
         return empty_rows()
     kv = pairs(d, DESC_PAIR, pl.col("desc"))
