@@ -10,6 +10,7 @@ read what is left.
 from __future__ import annotations
 
 from parsers.metric_grammars import (
+    composer,
     deepspeed,
     detectron,
     dllogger,
@@ -31,12 +32,14 @@ from parsers.metric_grammars.common import Grammar
 GRAMMARS: list[Grammar] = [
     hf.GRAMMAR,
     hf.METRICS_BLOCK_GRAMMAR,
+    hf.WANDB_SUMMARY_GRAMMAR,
     megatron.GRAMMAR,
     deepspeed.GRAMMAR,
     scalers.GRAMMAR,
     titan.GRAMMAR,
     nanogpt.GRAMMAR,
     litgpt.GRAMMAR,
+    composer.GRAMMAR,
     fairseq.GRAMMAR,
     metriclogger.GRAMMAR,
     detectron.GRAMMAR,

@@ -69,3 +69,12 @@ def _no_rows(df: pl.DataFrame, state: dict) -> pl.DataFrame:
 
 
 METRICS_BLOCK_GRAMMAR = Grammar("hf_metrics_block", ("_loss", "perplexity"), METRICS_BLOCK, _no_rows)
+
+# W&B's end-of-run console block ([OBS] wandb/wandb#2450):
+#     wandb: Run summary:
+#     wandb:                 train/box_loss 0.03868
+#     wandb:                          _step 10
+# The last value of each logged metric, printed once when the run ends: a summary, not a step's reading
+# (the `Run history:` sparklines above it hold no number). Claimed, no rows, as the metrics blocks above.
+WANDB_SUMMARY = r"^wandb:\s+[^\s:][^\s]*\s+[-+]?(?:[\d.]+(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf|Infinity|True|False)\s*$"
+WANDB_SUMMARY_GRAMMAR = Grammar("wandb_summary", ("wandb:",), WANDB_SUMMARY, _no_rows)
