@@ -1,0 +1,272 @@
+"""Real logs pasted in public GitHub issues (each test cites its thread): frameworks less covered before,
+Markdown-escaped pastes, and summaries / progress fields that must not become per-step rows."""
+
+from __future__ import annotations
+
+from tests.metrics_util import NAN, full, rows
+
+MEGATRON_ESCAPED = (
+    " iteration      122/  250000 \\| consumed samples:       124928 \\| elapsed time per iteration (ms): 86545.2 \\| "
+    "learning rate: 9.150E-06 \\| global batch size:  1024 \\| lm loss: 2.504220E+00 \\| loss scale: 1.0 \\| grad norm: 0.231 \\| "
+    "number of skipped iterations:   0 \\| number of nan iterations:   0 \\|\n"
+)
+
+
+def test_markdown_escaped_pipes_in_megatron_and_tqdm_lines(tmp_path):
+    # The Megatron line of https://github.com/epfLLM/Megatron-LLM/issues/11 and a Lightning bar state
+    # (https://github.com/Lightning-AI/pytorch-lightning/issues/4225), as pasted into GitHub Markdown with
+    # `\|` escapes (a table cell needs them): read as the unescaped lines are.
+    text = MEGATRON_ESCAPED + "Epoch 0:  22%\\|██▏       \\| 4/18 [00:17<01:02,  4.47s/it, loss=9.926, v_num=193315]\n"
+    assert full(tmp_path, text) == [
+        (1, None, 122, "consumed_samples", 124928.0, "megatron"), (1, None, 122, "step_time_ms", 86545.2, "megatron"),
+        (1, None, 122, "lr", 9.15e-06, "megatron"), (1, None, 122, "global_batch_size", 1024.0, "megatron"),
+        (1, None, 122, "loss", 2.50422, "megatron"), (1, None, 122, "loss_scale", 1.0, "megatron"),
+        (1, None, 122, "grad_norm", 0.231, "megatron"), (1, None, 122, "skipped_steps", 0.0, "megatron"),
+        (1, None, 122, "nan_iterations", 0.0, "megatron"),
+        (2, None, 4, "loss", 9.926, "tqdm_postfix")]
+    # Unescaped, the same rows: the escape changes nothing else.
+    plain = text.replace("\\|", "|")
+    assert full(tmp_path / "plain", plain) == full(tmp_path, text)
+
+
+def test_markdown_escaped_pipes_in_an_hf_bar_and_a_table_row(tmp_path):
+    # The tqdm state of an HF bar escaped inside a Markdown table row (`| ... |`): `n/total` is the step
+    # of the dict after it, not the bar's total.
+    text = (
+        "| 10%\\|█         \\| 120/1200 [01:02<09:18,  1.93it/s] |\n"
+        "{'loss': 2.31, 'learning_rate': 0.0001, 'epoch': 0.1}\n"
+    )
+    assert rows(tmp_path, text) == [(120, "loss", 2.31), (120, "lr", 0.0001), (120, "epoch", 0.1)]
+
+
+def test_escaped_pipes_near_misses(tmp_path):
+    # A Markdown results table and a shell `grep "a\|b"` hold `|` / `\|` but no training metric.
+    text = (
+        "|iterated scale | test-clean | test-other |\n"
+        "|0.30 | 6.57 | 17.6 |\n"
+        'grep -E "loss\\|nan" train.log\n'
+    )
+    assert rows(tmp_path, text) == []
+
+
+def test_ms_swift_dicts_carry_their_step_and_memory_in_gib(tmp_path):
+    # https://github.com/modelscope/ms-swift/issues/4146 (DPO): ms-swift prints its own step
+    # (`global_step/max_steps`), `memory(GiB)` (max reserved) and progress fields that are not metrics.
+    text = (
+        "{'loss': 0.23179118, 'grad_norm': 0.65250963, 'learning_rate': 8.6e-07, 'memory(GiB)': 63.16, 'train_speed(iter/s)': 0.01119, "
+        "'rewards/chosen': 4.46875, 'rewards/rejected': -4.125, 'rewards/accuracies': 1.0, 'rewards/margins': 8.5625, "
+        "'logps/chosen': -189.0, 'nll_loss': 0.921875, 'epoch': 0.64, 'global_step/max_steps': '56/176', "
+        "'percentage': '31.82%', 'elapsed_time': '1h 22m 38s', 'remaining_time': '2h 57m 4s'}\n"
+    )
+    assert rows(tmp_path, text) == [
+        (56, "loss", 0.23179118), (56, "grad_norm", 0.65250963), (56, "lr", 8.6e-07), (56, "mem_max_reserved_mib", 63.16 * 1024),
+        (56, "train_speed(iter/s)", 0.01119), (56, "rewards/chosen", 4.46875), (56, "rewards/rejected", -4.125),
+        (56, "rewards/accuracies", 1.0), (56, "rewards/margins", 8.5625), (56, "logps/chosen", -189.0),
+        (56, "nll_loss", 0.921875), (56, "epoch", 0.64)]
+
+
+def test_trl_grpo_dpo_ppo_dicts_keep_their_namespaced_keys(tmp_path):
+    # https://github.com/huggingface/trl/issues/3452 (GRPO; a blank bar-clearing line between dicts),
+    # https://github.com/huggingface/trl/issues/1236 (DPO), hongbo-miao/hongbomiao.com#37684 (PPOTrainer:
+    # no `loss` key; `lr`, `eps`, `episode`).
+    text = (
+        "{'loss': 0.0, 'grad_norm': 0.08656957000494003, 'learning_rate': 6.916666666666667e-06, 'completion_length': 232.825, "
+        "'rewards/format_reward2': 1.0, 'reward': 1.7171093285083772, 'reward_std': 0.5700982138514519, 'kl': 0.0005371240986278281, 'epoch': 0.31}\n"
+        "                                                    \n"
+        "{'loss': 4.6525, 'learning_rate': 5.142857142857143e-05, 'rewards/chosen': 10.521270751953125, 'rewards/margins': -4.310194492340088, "
+        "'logps/rejected': -355.18536376953125, 'logits/chosen': -2.2986490726470947, 'epoch': 0.05}\n"
+        "{'eps': 1, 'objective/kl': 6.809290409088135, 'loss/policy_avg': -0.0032048856373876333, 'val/ratio': 0.9655587673187256, "
+        "'lr': 9.206349206349207e-06, 'episode': 96, 'epoch': 0.11}\n"
+    )
+    assert full(tmp_path, text) == [
+        (1, None, None, "loss", 0.0, "hf_dict"), (1, None, None, "grad_norm", 0.08656957000494003, "hf_dict"),
+        (1, None, None, "lr", 6.916666666666667e-06, "hf_dict"), (1, None, None, "completion_length", 232.825, "hf_dict"),
+        (1, None, None, "rewards/format_reward2", 1.0, "hf_dict"), (1, None, None, "reward", 1.7171093285083772, "hf_dict"),
+        (1, None, None, "reward_std", 0.5700982138514519, "hf_dict"), (1, None, None, "kl", 0.0005371240986278281, "hf_dict"),
+        (1, None, None, "epoch", 0.31, "hf_dict"),
+        (3, None, None, "loss", 4.6525, "hf_dict"), (3, None, None, "lr", 5.142857142857143e-05, "hf_dict"),
+        (3, None, None, "rewards/chosen", 10.521270751953125, "hf_dict"), (3, None, None, "rewards/margins", -4.310194492340088, "hf_dict"),
+        (3, None, None, "logps/rejected", -355.18536376953125, "hf_dict"), (3, None, None, "logits/chosen", -2.2986490726470947, "hf_dict"),
+        (3, None, None, "epoch", 0.05, "hf_dict"),
+        (4, None, None, "eps", 1.0, "hf_dict"), (4, None, None, "objective/kl", 6.809290409088135, "hf_dict"),
+        (4, None, None, "loss/policy_avg", -0.0032048856373876333, "hf_dict"), (4, None, None, "val/ratio", 0.9655587673187256, "hf_dict"),
+        (4, None, None, "lr", 9.206349206349207e-06, "hf_dict"), (4, None, None, "episode", 96.0, "hf_dict"),
+        (4, None, None, "epoch", 0.11, "hf_dict")]
+
+
+def test_unsloth_banner_gives_no_metrics_and_its_dicts_take_the_bar_step(tmp_path):
+    # https://github.com/unslothai/unsloth/issues/1140 (banner, notebook progress line) and
+    # https://github.com/unslothai/unsloth/pull/4547 (5.x quoted dict values, a bar with a warning glued on).
+    text = (
+        "==((====))==  Unsloth - 2x faster free finetuning | Num GPUs = 1\n"
+        "   \\\\   /|    Num examples = 467 | Num Epochs = 5\n"
+        "O^O/ \\_/ \\    Batch size per device = 2 | Gradient Accumulation steps = 4\n"
+        "\\        /    Total batch size = 8 | Total steps = 290\n"
+        ' "-____-"     Number of trainable parameters = 134,217,728\n'
+        "[ 22/290 02:50 < 38:04, 0.12 it/s, Epoch 0.36/5]\n"
+        "{'loss': '14.88', 'grad_norm': '2.578', 'learning_rate': '0.000156', 'epoch': '0.00748', 'num_input_tokens_seen': 286019, "
+        "'train_runtime': '110.7', 'train_tokens_per_second': '2583'}\n"
+        " 60%|█████████▌      | 18/30 [01:50<00:19,  1.65s/it]/home/u/.venv/lib/python3.13/site-packages/torch/utils/data/_utils/pin_memory.py:57: "
+        "DeprecationWarning: The argument 'device' of Tensor.pin_memory() is deprecated.\n"
+    )
+    assert rows(tmp_path, text) == [
+        (18, "loss", 14.88), (18, "grad_norm", 2.578), (18, "lr", 0.000156), (18, "epoch", 0.00748),
+        (18, "num_input_tokens_seen", 286019.0), (18, "train_runtime", 110.7), (18, "train_tokens_per_second", 2583.0)]
+
+
+def test_litgpt_lines_take_the_optimizer_step(tmp_path):
+    # https://github.com/Lightning-AI/litgpt/issues/689 (lit-gpt 2023), #1042 (2024, with the eval line),
+    # #1607 (current pretrain: the last `val:` repeats on every line and is read where it changes).
+    text = (
+        "iter 76 step 38: loss 10.8259, iter time: 197.87ms\n"
+        "iter 77 step 39: loss 10.8259, iter time: 215.31ms (optimizer.step)\n"
+        "iter 1760 | step 220: loss 1.5947, iter time: 263.85 ms (optimizer.step)\n"
+        "iter 4800: val loss 1.7258, val time: 3778.02 ms\n"
+        "Epoch 34 | iter 3050700 step 610140 | loss train: 2.846, val: 2.861 | iter time: 112.20 ms (step) remaining time: 0:01:54\n"
+        "Epoch 34 | iter 3050750 step 610150 | loss train: 2.750, val: 2.861 | iter time: 111.35 ms (step) remaining time: 0:01:49\n"
+        "Epoch 34 | iter 3050800 step 610160 | loss train: nan, val: 2.855 | iter time: 110.35 ms (step) remaining time: 0:01:43\n"
+    )
+    assert full(tmp_path, text) == [
+        (1, None, 38, "loss", 10.8259, "litgpt"), (1, None, 38, "step_time_ms", 197.87, "litgpt"),
+        (2, None, 39, "loss", 10.8259, "litgpt"), (2, None, 39, "step_time_ms", 215.31, "litgpt"),
+        (3, None, 220, "loss", 1.5947, "litgpt"), (3, None, 220, "step_time_ms", 263.85, "litgpt"),
+        (4, None, 220, "eval_loss", 1.7258, "litgpt"), (4, None, 220, "eval_time_ms", 3778.02, "litgpt"),
+        (5, None, 610140, "epoch", 34.0, "litgpt"), (5, None, 610140, "loss", 2.846, "litgpt"),
+        (5, None, 610140, "step_time_ms", 112.2, "litgpt"), (5, None, 610140, "eval_loss", 2.861, "litgpt"),
+        (6, None, 610150, "epoch", 34.0, "litgpt"), (6, None, 610150, "loss", 2.75, "litgpt"),
+        (6, None, 610150, "step_time_ms", 111.35, "litgpt"),
+        (7, None, 610160, "epoch", 34.0, "litgpt"), (7, None, 610160, "loss", NAN, "litgpt"),
+        (7, None, 610160, "step_time_ms", 110.35, "litgpt"), (7, None, 610160, "eval_loss", 2.855, "litgpt")]
+
+
+def test_litgpt_near_misses(tmp_path):
+    # `val: n/a` before the first validation; nanoGPT's `iter N: loss X, time Yms` stays nanoGPT's.
+    text = (
+        "Epoch 1 | iter 10 step 1 | loss train: 1.657, val: n/a | iter time: 298.27 ms (step)\n"
+        "iter 1631: loss 4.0863, time 561.94ms\n"
+    )
+    assert full(tmp_path, text) == [
+        (1, None, 1, "epoch", 1.0, "litgpt"), (1, None, 1, "loss", 1.657, "litgpt"), (1, None, 1, "step_time_ms", 298.27, "litgpt"),
+        (2, None, 1631, "loss", 4.0863, "nanogpt"), (2, None, 1631, "step_time_ms", 561.94, "nanogpt")]
+
+
+def test_torchtune_description_loss_and_stdout_logger(tmp_path):
+    # https://github.com/meta-pytorch/torchtune/pull/2620 (`epoch|step|Loss: ..` bar description, redrawn
+    # at n and n+1, behind a `[trainer0|0]:` prefix) and #1358 (StdoutLogger lines).
+    text = (
+        "[trainer0|0]:1|25|Loss: 1.2621808052062988:  26%|██▌       | 26/101 [06:45<17:27, 13.96s/it]\n"
+        "[trainer0|0]:1|26|Loss: 1.2436443567276:  26%|██▌       | 26/101 [06:45<17:27, 13.96s/it]   [trainer0|0]:\n"
+        "[trainer0|0]:1|26|Loss: 1.2436443567276:  27%|██▋       | 27/101 [07:00<17:31, 14.21s/it]\n"
+        "[trainer0|0]:1|27|Loss: nan:  27%|██▋       | 27/101 [07:00<17:31, 14.21s/it][trainer0|0]:\n"
+        "Step 1 | loss:2.085338592529297 lr:2e-05 tokens_per_second_per_gpu:57.828881833956174\n"
+    )
+    assert rows(tmp_path, text) == [
+        (25, "loss", 1.2621808052062988), (26, "loss", 1.2436443567276), (27, "loss", NAN),
+        (1, "loss", 2.085338592529297), (1, "lr", 2e-05), (1, "tokens_per_second_per_gpu", 57.828881833956174)]
+
+
+def test_loss_in_a_user_bar_description_and_a_colon_postfix(tmp_path):
+    # https://github.com/InhwanBae/DMRGCN/issues/1 (`Train Epoch: N Loss: X` descriptions, a validation bar;
+    # the epoch-summary lines below them are the generic reader's) and
+    # https://github.com/IsoNet-cryoET/IsoNet2/issues/22 (`set_postfix_str` with `: `, unit `batch`).
+    text = (
+        "Train Epoch: 16 Loss: 0.35977894: 100% 2785/2785 [00:53<00:00, 52.28it/s]\n"
+        "Valid Epoch: 16 Loss: nan: 100% 660/660 [00:04<00:00, 143.71it/s]\n"
+        "Train Epoch: 17 Loss: 0.35977891: 100% 2785/2785 [00:53<00:00, 52.14it/s]\n"
+        "Epoch 5: 100%|██████████████████████████████████████| 189/189 [01:30<00:00,  2.09 batch/s, Loss: 0.05451, Learning rate: 3.3762e-03]\n"
+    )
+    s16, s17 = 16 * 2785 + 2785, 17 * 2785 + 2785
+    assert full(tmp_path, text) == [
+        (1, None, s16, "epoch", 16.0, "tqdm_desc"), (1, None, s16, "loss", 0.35977894, "tqdm_desc"),
+        (2, None, s16, "eval_loss", NAN, "tqdm_desc"),
+        (3, None, s17, "epoch", 17.0, "tqdm_desc"), (3, None, s17, "loss", 0.35977891, "tqdm_desc"),
+        (4, None, 5 * 189 + 189, "loss", 0.05451, "tqdm_postfix"), (4, None, 5 * 189 + 189, "lr", 0.0033762, "tqdm_postfix")]
+
+
+def test_bar_descriptions_without_a_loss_and_glued_text_give_nothing(tmp_path):
+    # Descriptions naming only the epoch, and another line's text glued before a bar (its `\r` lost,
+    # https://github.com/NVIDIA/DeepLearningExamples/issues/1107) are not description metrics.
+    text = (
+        "Epoch 18:  56%|█████▊    | 9/16 [00:00<00:00, 28.19it/s]\n"
+        "Training Epoch 3/10: 100%|██████████| 50/50 [00:10<00:00,  5.00it/s]\n"
+        "some text loss: 1.5                        Iteration:  49%|████▉     | 1350/2771 [02:51<02:58,  7.97it/s]\n"
+    )
+    assert rows(tmp_path, text) == []
+
+
+def test_dllogger_lines(tmp_path):
+    # https://github.com/NVIDIA/DeepLearningExamples/issues/1107 (BERT SQuAD: `Training Epoch: E Training
+    # Iteration: N` step, a tqdm bar glued before the line); summaries (`()` step) and PARAMETER lines
+    # ([SRC] dllogger StdOutBackend) are not per-step rows.
+    text = (
+        "Iteration:  23%|████▌     | 650/2771 [01:23<04:25,  7.98it/s]DLL 2022-04-05 05:10:36.324733 - Training Epoch: 0 "
+        "Training Iteration: 651  step_loss : 2.0511345863342285  learning_rate : 2.9369138959931797e-05      \n"
+        "DLL 2022-04-05 05:18:03.226897 - Training Epoch: 1 Training Iteration: 4172  step_loss : nan  learning_rate : 7.928388746803068e-06 \n"
+        "DLL 2022-04-05 06:01:00.000001 - (1, 200) train.loss : 3.25  train.compute_time : 0.5 s\n"
+        "DLL 2022-04-05 06:02:00.000001 - () final_loss : 0.45  e2e_train_time : 1234.5 s\n"
+        "DLL 2022-04-05 05:00:00.000001 - PARAMETER learning_rate : 3e-05  max_steps : 1000.0 \n"
+    )
+    assert full(tmp_path, text) == [
+        (1, None, 651, "epoch", 0.0, "dllogger"), (1, None, 651, "loss", 2.0511345863342285, "dllogger"),
+        (1, None, 651, "lr", 2.9369138959931797e-05, "dllogger"),
+        (2, None, 4172, "epoch", 1.0, "dllogger"), (2, None, 4172, "loss", NAN, "dllogger"),
+        (2, None, 4172, "lr", 7.928388746803068e-06, "dllogger"),
+        (3, None, 200, "loss", 3.25, "dllogger"), (3, None, 200, "compute_time", 0.5, "dllogger")]
+
+
+def test_composer_console_blocks(tmp_path):
+    # https://github.com/mosaicml/composer/pull/1884 (a `[batch=N/M]:` block; counters give no row) and the
+    # same lines quoted as a Markdown list in https://github.com/mosaicml/composer/issues/2357.
+    text = (
+        "[batch=1/3]:\n"
+        "\t Train epoch: 0\n"
+        "\t Train trainer/global_step: 0\n"
+        "\t Train trainer/batch_idx: 0\n"
+        "\t Train memory/reserved_mem: 31037849600\n"
+        "\t Train loss/train/total: 12.0570\n"
+        "\t Train metrics/train/LanguageCrossEntropy: 12.0570\n"
+        "\t Train throughput/device/tokens_per_sec: 412.3778\n"
+        "\t Train throughput/device/mfu: 0.2489\n"
+        "\t Train lr-DecoupledAdamW/group0: 0.0000\n"
+        "[epoch=1][batch=2/3]:\n"
+        "- Train loss/train/total: 11.6525\n"
+    )
+    assert full(tmp_path, text) == [
+        (2, None, 1, "epoch", 0.0, "composer"), (5, None, 1, "memory/reserved_mem", 31037849600.0, "composer"),
+        (6, None, 1, "loss", 12.057, "composer"), (7, None, 1, "metrics/train/languagecrossentropy", 12.057, "composer"),
+        (8, None, 1, "tokens_per_s", 412.3778, "composer"), (9, None, 1, "mfu", 24.89, "composer"),
+        (10, None, 1, "lr", 0.0, "composer"),
+        (12, None, 2, "loss", 11.6525, "composer")]
+
+
+def test_composer_near_misses(tmp_path):
+    # A user's `Train loss:` / `Eval loss:` lines are not Composer's (keys without a namespace).
+    assert full(tmp_path, "Train loss: 0.5\nEval loss: 0.3\n") == [
+        (1, None, None, "loss", 0.5, "generic"), (2, None, None, "eval_loss", 0.3, "generic")]
+
+
+def test_wandb_run_summary_is_not_per_step(tmp_path):
+    # https://github.com/wandb/wandb/issues/2450: the end-of-run summary repeats each metric's last value.
+    text = (
+        "wandb: Run history:\n"
+        "wandb:                 train/box_loss █▆▅▄▃▂▂▁▁▁\n"
+        "wandb: \n"
+        "wandb: Run summary:\n"
+        "wandb:                 train/box_loss 0.03868\n"
+        "wandb:                   val/box_loss 0.03014\n"
+        "wandb:                          x/lr0 0.00083\n"
+        "wandb:                          _step 10\n"
+        "wandb:                     train/loss nan\n"
+    )
+    assert rows(tmp_path, text) == []
+
+
+def test_generic_reader_skips_progress_percentages_and_logging_locations(tmp_path):
+    # https://github.com/mira-ai-lab/MUSIC-AVQA-R/issues/1 (`[file.py line:N]:` record prefix, `[10%]`
+    # progress) and https://github.com/open-mmlab/mmskeleton/issues/468 (`Iter N Done. | loss: .. | lr: ..`).
+    text = (
+        "[2024-07-06 06:40:54,438]-[engine.py line:78]:Epoch 1 complete [0%]     Loss: 3.709857 \n"
+        "[2024-07-06 06:41:25,455]-[engine.py line:78]:Epoch 1 complete [10%]    Loss: 2.799116 \n"
+        "[02.06.24|21:13:26] \tIter 0 Done. | loss: 1.4058 | lr: 0.010000\n"
+    )
+    assert rows(tmp_path, text) == [(None, "loss", 3.709857), (None, "loss", 2.799116), (0, "loss", 1.4058), (0, "lr", 0.01)]
