@@ -270,3 +270,29 @@ def test_generic_reader_skips_progress_percentages_and_logging_locations(tmp_pat
         "[02.06.24|21:13:26] \tIter 0 Done. | loss: 1.4058 | lr: 0.010000\n"
     )
     assert rows(tmp_path, text) == [(None, "loss", 3.709857), (None, "loss", 2.799116), (0, "loss", 1.4058), (0, "lr", 0.01)]
+
+
+def test_nanotron_lines_with_human_formatted_numbers(tmp_path):
+    # https://github.com/huggingface/nanotron/issues/390 and #233 (a launcher prefix in front; memory items):
+    # K/M/G are powers of 1000, memory is bytes; the `[INFO|DP=0|PP=0|TP=0]` prefix is no metric.
+    text = (
+        "10/17/2025 16:31:56 [INFO|DP=0|PP=0|TP=0]: iteration: 327281 / 378950 | consumed_tokens: 85.8G | elapsed_time_per_iteration_ms: 11.5K "
+        "| tokens_per_sec: 22.8K | tokens_per_sec_per_gpu: 11.4K | global_batch_size: 64 | lm_loss: 2.38 | lr: 1e-05 | "
+        "model_tflops_per_gpu: 38.3 | hardware_tflops_per_gpu: 38.3 | grad_norm: 1.25\n"
+        "[0434:0]:11/01/2024 11:05:18 [INFO|DP=0|PP=0|TP=0|lrdn0434]: iteration: 12001 / 17500 | consumed_tokens: 25.2G | "
+        "elapsed_time_per_iteration_ms: 28.2K | global_batch_size: 1.02K | lm_loss: nan | lr: 0.000289 | grad_norm: 0.15 | "
+        "cuda_memory_allocated: 8.86G | cuda_max_memory_reserved: 34.1G\n"
+    )
+    assert rows(tmp_path, text) == [
+        (327281, "consumed_tokens", 85.8e9), (327281, "step_time_ms", 11500.0), (327281, "tokens_per_s_global", 22800.0),
+        (327281, "tokens_per_s", 11400.0), (327281, "global_batch_size", 64.0), (327281, "loss", 2.38), (327281, "lr", 1e-05),
+        (327281, "tflops", 38.3), (327281, "hardware_tflops_per_gpu", 38.3), (327281, "grad_norm", 1.25),
+        (12001, "consumed_tokens", 25.2e9), (12001, "step_time_ms", 28200.0), (12001, "global_batch_size", 1020.0),
+        (12001, "loss", NAN), (12001, "lr", 0.000289), (12001, "grad_norm", 0.15),
+        (12001, "mem_allocated_mib", 8.86e9 / 2**20), (12001, "mem_max_reserved_mib", 34.1e9 / 2**20)]
+
+
+def test_char_rnn_time_per_batch_is_a_step_time(tmp_path):
+    # https://github.com/sherjilozair/char-rnn-tensorflow/issues/138 (`time/batch` in seconds)
+    assert rows(tmp_path, "268/446 (epoch 0), train_loss = 2.097, time/batch = 0.194\n") == [
+        (None, "epoch", 0.0), (None, "loss", 2.097), (None, "step_time_ms", 194.0)]

@@ -64,7 +64,7 @@ NAMES = {
 # Keys whose values are GiB (LLaMA-Factory `vram_*`, metaseq `cuda_gb_*`, fairseq `gb_free`).
 GIB_KEYS = ["vram_allocated", "vram_reserved", "cuda_gb_allocated", "cuda_gb_reserved", "cuda_gb_free", "gb_free"]
 TIME_KEYS = {"time": "step_time_ms", "dt": "step_time_ms", "step_time": "step_time_ms", "iter_time": "step_time_ms",
-             "batch_time": "step_time_ms", "time/step": "step_time_ms", "step_time_ms": "step_time_ms",
+             "batch_time": "step_time_ms", "time/step": "step_time_ms", "time/batch": "step_time_ms", "step_time_ms": "step_time_ms",
              "time_ms": "step_time_ms", "iter_time_ms": "step_time_ms", "data_time": "data_time_ms",
              "data_time_ms": "data_time_ms", "dataload_time": "data_time_ms",
              # NeMo: `train_step_timing in s: 0.03146` (seconds)
