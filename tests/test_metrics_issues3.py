@@ -296,3 +296,36 @@ def test_char_rnn_time_per_batch_is_a_step_time(tmp_path):
     # https://github.com/sherjilozair/char-rnn-tensorflow/issues/138 (`time/batch` in seconds)
     assert rows(tmp_path, "268/446 (epoch 0), train_loss = 2.097, time/batch = 0.194\n") == [
         (None, "epoch", 0.0), (None, "loss", 2.097), (None, "step_time_ms", 194.0)]
+
+
+def test_mmengine_validation_lines_are_not_training_steps(tmp_path):
+    # https://github.com/jbwang1997/CrossKD/issues/15 (`Epoch(val) [e][i/n]    eta:` looks like a MetricLogger
+    # line) and https://github.com/open-mmlab/mmdetection/issues/11893 (a training line, NaN losses).
+    text = (
+        "08/03 22:09:24 - mmengine - INFO - Epoch(train)  [1][ 500/2931]  lr: 2.0000e-02  eta: 0:39:15  time: 0.0578  data_time: 0.0017  "
+        "memory: 2389  loss: nan  loss_rpn_cls: nan  acc: 0.0000\n"
+        "2024/11/09 16:46:55 - mmengine - INFO - Epoch(val)  [2][ 3100/21046]    eta: 0:19:06  time: 0.0638  data_time: 0.0020  memory: 797  \n"
+    )
+    assert full(tmp_path, text) == [
+        (1, None, 500, "lr", 0.02, "mmengine"), (1, None, 500, "step_time_ms", 57.8, "mmengine"),
+        (1, None, 500, "data_time_ms", 1.7, "mmengine"), (1, None, 500, "mem_max_mib", 2389.0, "mmengine"),
+        (1, None, 500, "loss", NAN, "mmengine"), (1, None, 500, "loss_rpn_cls", NAN, "mmengine"), (1, None, 500, "acc", 0.0, "mmengine"),
+        # The validation loop's own timings: `eval_` names, the training step carried.
+        (2, None, 500, "eval_step_time_ms", 63.8, "mmengine"), (2, None, 500, "eval_data_time_ms", 2.0, "mmengine"),
+        (2, None, 500, "eval_mem_max_mib", 797.0, "mmengine")]
+
+
+def test_user_loop_evaluation_lines_and_leftover_prefixes(tmp_path):
+    # The PyTorch MNIST example's test line, https://github.com/SiaStg/SiaStegNet/issues/1 (a `file.py:NN[pid] INFO`
+    # prefix left in the message) and Keras' `ETA:` (https://github.com/keras-team/keras/issues/3664), a remaining time.
+    text = (
+        "Test set: Average loss: 0.0335, Accuracy: 9890/10000 (99%)\n"
+        " 2020-10-26 13:27:13.%f train.py:215[27649] INFO Train epoch: 17 [800/1000]\tAccuracy: 49.81%\tLoss: 0.722521\n"
+        "Test set: Loss: 0.7243, Accuracy: 50.11%)\n"
+        "256/15998 [..............................] - ETA: 150s - loss: nan - acc: 0.0508\n"
+    )
+    assert rows(tmp_path, text) == [
+        (None, "eval_loss", 0.0335), (None, "eval_accuracy", 9890.0),
+        (None, "epoch", 17.0), (None, "accuracy", 49.81), (None, "loss", 0.722521),
+        (None, "eval_loss", 0.7243), (None, "eval_accuracy", 50.11),
+        (None, "loss", NAN), (None, "acc", 0.0508)]
