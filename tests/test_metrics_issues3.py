@@ -329,3 +329,19 @@ def test_user_loop_evaluation_lines_and_leftover_prefixes(tmp_path):
         (None, "epoch", 17.0), (None, "accuracy", 49.81), (None, "loss", 0.722521),
         (None, "eval_loss", 0.7243), (None, "eval_accuracy", 50.11),
         (None, "loss", NAN), (None, "acc", 0.0508)]
+
+
+def test_litgpt_fork_in_seconds_with_its_own_validation_line(tmp_path):
+    # https://github.com/awslabs/keys_values/issues/97 (a LitGPT fork: `val_loss valid:`, times in seconds, a
+    # `| val_loss: .. | val_time: .. s` line): the validation loss is read once, where it is measured.
+    text = (
+        "Epoch 3 | iter 339 step 339 | loss train: 14.500, val_loss valid: 9.306 | iter time: 45.110 s (step)\n"
+        "Epoch 3 | iter 340 step 340 | loss train: 4.188, val_loss valid: 9.306 | iter time: 38.515 s (step)\n"
+        "Epoch 3 | iter 340          | val_loss: 8.068 | val_time: 79.794 s\n"
+        "Epoch 3 | iter 341 step 341 | loss train: 2.922, val_loss valid: 8.068 | iter time: 45.292 s (step)\n"
+    )
+    assert rows(tmp_path, text) == [
+        (339, "epoch", 3.0), (339, "loss", 14.5), (339, "step_time_ms", 45110.0), (339, "eval_loss", 9.306),
+        (340, "epoch", 3.0), (340, "loss", 4.188), (340, "step_time_ms", 38515.0),
+        (340, "eval_loss", 8.068), (340, "eval_time_ms", 79794.0),
+        (341, "epoch", 3.0), (341, "loss", 2.922), (341, "step_time_ms", 45292.0)]
