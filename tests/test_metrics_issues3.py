@@ -345,3 +345,62 @@ def test_litgpt_fork_in_seconds_with_its_own_validation_line(tmp_path):
         (340, "epoch", 3.0), (340, "loss", 4.188), (340, "step_time_ms", 38515.0),
         (340, "eval_loss", 8.068), (340, "eval_time_ms", 79794.0),
         (341, "epoch", 3.0), (341, "loss", 2.922), (341, "step_time_ms", 45292.0)]
+
+
+def test_hf_notebook_table_pasted_as_markdown_or_tabs(tmp_path):
+    # https://github.com/m3hrdadfi/soxan/issues/9 (the Trainer's notebook table pasted into an issue as a Markdown
+    # table); the tab-separated copy of the same HTML table, by epoch. `No log` cells give no row.
+    text = (
+        "Step | Training Loss | Validation Loss | Accuracy\n"
+        "-- | -- | -- | --\n"
+        "10 | 0.698400 | 0.497485 | 0.813416\n"
+        "20 | No log | nan | 0.913778\n"
+    )
+    assert full(tmp_path, text) == [
+        (3, None, 10, "loss", 0.6984, "hf_table"), (3, None, 10, "eval_loss", 0.497485, "hf_table"),
+        (3, None, 10, "eval_accuracy", 0.813416, "hf_table"),
+        (4, None, 20, "eval_loss", NAN, "hf_table"), (4, None, 20, "eval_accuracy", 0.913778, "hf_table")]
+    tabs = "Epoch\tTraining Loss\tValidation Loss\tWer\n1\t2.345600\t1.234567\t0.95\n"
+    assert rows(tmp_path / "tabs", tabs) == [(None, "epoch", 1.0), (None, "loss", 2.3456), (None, "eval_loss", 1.234567), (None, "eval_wer", 0.95)]
+
+
+def test_numeric_tables_without_the_trainer_header_are_not_read(tmp_path):
+    # A results table (https://github.com/k2-fsa/snowfall/pull/193) and number rows with no header above them.
+    text = (
+        "|iterated scale | test-clean | test-other |\n"
+        "|-- | -- | --|\n"
+        "|0.30 | 6.57 | 17.6 |\n"
+        "10 | 0.5 | 0.6\n"
+        "20\t0.4\t0.5\n"
+    )
+    assert rows(tmp_path, text) == []
+
+
+def test_diffusers_style_postfix_redraws_and_dash_separated_user_lines(tmp_path):
+    # https://github.com/NJU-PCALab/AddSR/issues/15 (each step drawn twice: the new `n` with the old postfix,
+    # then the new postfix) and https://github.com/MahmudulAlam/Automatic-Identification-and-Counting-of-Blood-Cells/issues/15.
+    text = (
+        "Steps:   0%|          | 49/50000 [02:35<43:10:37,  3.11s/it, D_loss=1.73, G_loss=0.433, lr=2e-5]\n"
+        "Steps:   0%|          | 50/50000 [02:38<43:19:13,  3.12s/it, D_loss=1.73, G_loss=0.433, lr=2e-5]\n"
+        "Steps:   0%|          | 50/50000 [02:38<43:19:13,  3.12s/it, D_loss=2.12, G_loss=0.692, lr=2e-5]\n"
+        "step 1655 - loss        nan - moving ave loss        nan\n"
+        "Finish 92 epoch(es)\n"
+    )
+    assert rows(tmp_path, text) == [
+        (49, "d_loss", 1.73), (49, "g_loss", 0.433), (49, "lr", 2e-05),
+        (50, "d_loss", 2.12), (50, "g_loss", 0.692), (50, "lr", 2e-05),
+        (1655, "loss", NAN), (1655, "moving_ave_loss", NAN)]
+
+
+def test_wandb_summary_json_dump_is_not_per_step(tmp_path):
+    # https://github.com/allenai/procthor-rl/issues/5: a pretty-printed W&B summary (`_step`, `_runtime`) pasted as JSON.
+    text = (
+        "{\n"
+        '  "train-metrics/reward": 0.37144733072048625,\n'
+        '  "train-onpolicy-losses/total_loss": 0.37688851381341615,\n'
+        '  "train-onpolicy-misc/lr": 0.0003,\n'
+        '  "training_step": 57104,\n'
+        '  "_step": 6\n'
+        "}\n"
+    )
+    assert rows(tmp_path, text) == []

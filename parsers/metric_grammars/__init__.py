@@ -17,6 +17,7 @@ from parsers.metric_grammars import (
     fairseq,
     generic,
     hf,
+    hf_table,
     litgpt,
     megatron,
     metriclogger,
@@ -49,6 +50,8 @@ GRAMMARS: list[Grammar] = [
     timm.GRAMMAR,
     verl.GRAMMAR,
     torch_memory.GRAMMAR,
+    # Late: its needles (` | `, a tab) are common, so it sees only the lines the specific grammars left.
+    hf_table.GRAMMAR,
     generic.JSON_GRAMMAR,
     generic.KV_GRAMMAR,
 ]
