@@ -83,7 +83,7 @@ JSON_PAIR = r"\"(?P<key>[^\"]+)\"\s*:\s*(?P<val>\"[^\"]*\"|[-+\w.]+)"
 # may sit in brackets with its total (`Epoch:[844/1500]`).
 KV_PAIR = (
     r"(?i)(?:^|[\s|,;\[\(\{])(?P<key>[a-z][a-z0-9_./-]*(?: [a-z][a-z0-9_./-]*){0,2}?(?: \([a-z]\))?)\s*(?:[:=]\s*|\s+)"
-    rf"(?P<ob>\[)?(?P<val>{NUM})(?:\s?(?P<unit>(?:ms|s|GiB|GB|MiB|MB)\b|%))?(?:\s?/\s?(?P<tot>\d+))?\]?(?:\s*\({NUM}\))?"
+    rf"(?P<ob>\[\s*)?(?P<val>{NUM})(?:\s?(?P<unit>(?:ms|s|GiB|GB|MiB|MB)\b|%))?(?:\s?/\s?(?P<tot>\d+))?\]?(?:\s*\({NUM}\))?"
 )
 
 
