@@ -410,3 +410,15 @@ def test_epoch_in_padded_brackets(tmp_path):
     # https://github.com/IsoNet-cryoET/IsoNet2/issues/22: `Epoch [  5/ 50]` (the epoch padded inside its brackets).
     assert rows(tmp_path, "Epoch [  5/ 50] Loss: 0.04476, inside_loss: 0.00024, outside_loss: 0.03578\n") == [
         (None, "epoch", 5.0), (None, "loss", 0.04476), (None, "inside_loss", 0.00024), (None, "outside_loss", 0.03578)]
+
+
+def test_count_total_ratio_values_and_tab_separated_user_lines(tmp_path):
+    # https://github.com/jiesutd/NCRFpp/issues/100 (`acc: correct/total=ratio`: the ratio is the value) and
+    # https://github.com/WindChimeRan/CopyMTL/issues/2 (` \t `-separated pairs).
+    text = (
+        "     Instance: 4000; Time: 5.24s; loss: 395.6849; acc: 45476/54430=0.8355\n"
+        "epoch 1 \t loss: 20.777309 \t F1: 0.050310 \t P: 0.058574 \t R: 0.044089\n"
+    )
+    assert rows(tmp_path, text) == [
+        (None, "instance", 4000.0), (None, "step_time_ms", 5240.0), (None, "loss", 395.6849), (None, "acc", 0.8355),
+        (None, "epoch", 1.0), (None, "loss", 20.777309), (None, "f1", 0.05031), (None, "p", 0.058574), (None, "r", 0.044089)]

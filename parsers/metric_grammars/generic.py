@@ -80,10 +80,10 @@ JSON_MATCH = rf"\{{\s*\"[^{{}}]*\"(?:{JSON_KEY})\"\s*:"
 JSON_PAIR = r"\"(?P<key>[^\"]+)\"\s*:\s*(?P<val>\"[^\"]*\"|[-+\w.]+)"
 
 # Extra key words are lazy: `loss inf lr 0.1` is loss=inf, lr=0.1, not a key `loss inf lr`. A value
-# may sit in brackets with its total (`Epoch:[844/1500]`).
+# may sit in brackets with its total (`Epoch:[844/1500]`), or be a count with its total and ratio.
 KV_PAIR = (
     r"(?i)(?:^|[\s|,;\[\(\{])(?P<key>[a-z][a-z0-9_./-]*(?: [a-z][a-z0-9_./-]*){0,2}?(?: \([a-z]\))?)\s*(?:[:=]\s*|\s+)"
-    rf"(?P<ob>\[\s*)?(?P<val>{NUM})(?:\s?(?P<unit>(?:ms|s|GiB|GB|MiB|MB)\b|%))?(?:\s?/\s?(?P<tot>\d+))?\]?(?:\s*\({NUM}\))?"
+    rf"(?P<ob>\[\s*)?(?P<val>{NUM})(?:\s?(?P<unit>(?:ms|s|GiB|GB|MiB|MB)\b|%))?(?:\s?/\s?(?P<tot>\d+)(?:=(?P<frac>{NUM}))?)?\]?(?:\s*\({NUM}\))?"
 )
 
 
@@ -94,7 +94,9 @@ def rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
     # A log level the prefix splitter left before the first key (`INFO Train epoch: 17`) is not part of it.
     key = key.str.replace(r"^(?:info|warning|warn|debug|error)_", "")
     unit = pl.col("unit").str.to_lowercase() if "unit" in kv.columns else pl.lit(None, pl.String)
-    kv = kv.with_columns(key.alias("_k"), unit.alias("_u"), num(pl.col("val")).alias("_v"))
+    # `acc: 45476/54430=0.8355` (count/total=ratio, [OBS] jiesutd/NCRFpp#100): the ratio is the value.
+    val = pl.coalesce("frac", "val") if "frac" in kv.columns else pl.col("val")
+    kv = kv.with_columns(key.alias("_k"), unit.alias("_u"), num(val).alias("_v"))
     step = (
         kv.filter(pl.col("_k").is_in(STEP_KEYS))
         .group_by("_i").agg(pl.col("_v").first().cast(pl.Int64, strict=False).alias("step"))
