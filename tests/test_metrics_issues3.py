@@ -211,7 +211,7 @@ def test_dllogger_lines(tmp_path):
         (1, None, 651, "lr", 2.9369138959931797e-05, "dllogger"),
         (2, None, 4172, "epoch", 1.0, "dllogger"), (2, None, 4172, "loss", NAN, "dllogger"),
         (2, None, 4172, "lr", 7.928388746803068e-06, "dllogger"),
-        (3, None, 200, "loss", 3.25, "dllogger"), (3, None, 200, "compute_time", 0.5, "dllogger")]
+        (3, None, 200, "loss", 3.25, "dllogger"), (3, None, 200, "compute_time_ms", 500.0, "dllogger")]
 
 
 def test_composer_console_blocks(tmp_path):

@@ -8,7 +8,8 @@
 Step: `Iteration: N` (any prefix word), else the last number of a step tuple. `Epoch: N` gives an `epoch`
 row. Lines whose step is `()` or a word (`PARAMETER`) are run summaries / settings, not per-step
 measurements, and give no row (as HF's `***** train metrics *****` blocks). Names: a `train.`/`training.`
-prefix is dropped, `val.`/`eval.`/`validation.` becomes `eval_`, BERT's `step_loss` is the loss.
+prefix is dropped, `val.`/`eval.`/`validation.` becomes `eval_`, BERT's `step_loss` is the loss; a value in
+`s`/`ms` becomes `<name>_ms`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ PREFIX = r"\bDLL \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? - "
 # come only from per-step lines: a non-empty tuple step, or a labelled `Iteration: N` / `Epoch: N` step.
 MATCH = PREFIX
 PER_STEP = PREFIX + r"(?:\(\d|[A-Za-z ]*(?:Iteration|Epoch|Step): \d)"
-ITEM = rf"(?:^|\s)(?P<key>[A-Za-z_][\w./-]*) : (?P<val>{NUM})"
+ITEM = rf"(?:^|\s)(?P<key>[A-Za-z_][\w./-]*) : (?P<val>{NUM})(?: (?P<unit>s|ms)(?=\s|$))?"
 NAMES = {"step_loss": "loss", "learning_rate": "lr", "lr": "lr"}
 
 
@@ -45,7 +46,14 @@ def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
         return empty_rows()
     raw = pl.col("key").str.replace(r"^(?:train|training)\.", "").str.replace(r"^(?:val|eval|validation)\.", "eval_")
     kv = kv.with_columns(raw.alias("key"))
-    rows = kv.select("_i", "step", canonical_of(kv, "key", NAMES).alias("name"), num(pl.col("val")).alias("value"))
+    # A time in `s` / `ms` (the metric's unit metadata) -> `<name>_ms`.
+    name = canonical_of(kv, "key", NAMES)
+    timed = pl.col("unit").is_not_null()
+    rows = kv.select(
+        "_i", "step",
+        pl.when(timed).then(name + "_ms").otherwise(name).alias("name"),
+        (num(pl.col("val")) * pl.when(pl.col("unit") == "s").then(1000.0).otherwise(1.0)).alias("value"),
+    )
     epochs = base.filter(pl.col("_ep").is_not_null()).select("_i", "step", pl.lit("epoch").alias("name"), pl.col("_ep").alias("value"))
     return shape(pl.concat([epochs, rows]).sort("_i", maintain_order=True), "dllogger")
 
