@@ -23,7 +23,7 @@ PREFIX = r"\bDLL \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? - "
 # come only from per-step lines: a non-empty tuple step, or a labelled `Iteration: N` / `Epoch: N` step.
 MATCH = PREFIX
 PER_STEP = PREFIX + r"(?:\(\d|[A-Za-z ]*(?:Iteration|Epoch|Step): \d)"
-ITEM = rf"(?:^|\s)(?P<key>[A-Za-z_][\w./-]*) : (?P<val>{NUM})(?: (?P<unit>s|ms)(?=\s|$))?"
+ITEM = rf"(?:^|\s)(?P<key>[A-Za-z_][\w./-]*) : (?P<val>{NUM})(?: (?P<unit>s|ms)\b)?"
 NAMES = {"step_loss": "loss", "learning_rate": "lr", "lr": "lr"}
 
 
