@@ -422,3 +422,19 @@ def test_count_total_ratio_values_and_tab_separated_user_lines(tmp_path):
     assert rows(tmp_path, text) == [
         (None, "instance", 4000.0), (None, "step_time_ms", 5240.0), (None, "loss", 395.6849), (None, "acc", 0.8355),
         (None, "epoch", 1.0), (None, "loss", 20.777309), (None, "f1", 0.05031), (None, "p", 0.058574), (None, "r", 0.044089)]
+
+
+def test_prime_rl_step_lines(tmp_path):
+    # https://github.com/PrimeIntellect-ai/prime-rl/pull/1126 (SFT trainer console; a NaN loss put in the second line
+    # of the same shape).
+    text = (
+        "12:51:09 SUCCESS Step 1 | Time: 1.35s | Loss: 12.3125 | Grad. Norm: 28.4771 | LR: 1.00e-06 | Throughput: 1507 tokens/s "
+        "| MFU: 0.4% | Peak Mem.: 5.2/23.7 GiB (22.1%) | Max Vio: 0.9891\n"
+        "12:54:25 SUCCESS Step 2 | Time: 0.58s | Loss: nan | Grad. Norm: 28.4825 | LR: 1.00e-06 | Throughput: 3537 tokens/s "
+        "| MFU: 1.0% | Peak Mem.: 7.8/23.7 GiB (32.9%) | Max Vio: 0.9892\n"
+    )
+    assert rows(tmp_path, text) == [
+        (1, "step_time_ms", 1350.0), (1, "loss", 12.3125), (1, "grad_norm", 28.4771), (1, "lr", 1e-06), (1, "tokens_per_s", 1507.0),
+        (1, "mfu", 0.4), (1, "mem_max_reserved_mib", 5.2 * 1024), (1, "max_vio", 0.9891), (1, "mem_max_reserved_pct", 22.1),
+        (2, "step_time_ms", 580.0), (2, "loss", NAN), (2, "grad_norm", 28.4825), (2, "lr", 1e-06), (2, "tokens_per_s", 3537.0),
+        (2, "mfu", 1.0), (2, "mem_max_reserved_mib", 7.8 * 1024), (2, "max_vio", 0.9892), (2, "mem_max_reserved_pct", 32.9)]
