@@ -438,3 +438,39 @@ def test_prime_rl_step_lines(tmp_path):
         (1, "mfu", 0.4), (1, "mem_max_reserved_mib", 5.2 * 1024), (1, "max_vio", 0.9891), (1, "mem_max_reserved_pct", 22.1),
         (2, "step_time_ms", 580.0), (2, "loss", NAN), (2, "grad_norm", 28.4825), (2, "lr", 1e-06), (2, "tokens_per_s", 3537.0),
         (2, "mfu", 1.0), (2, "mem_max_reserved_mib", 7.8 * 1024), (2, "max_vio", 0.9892), (2, "mem_max_reserved_pct", 32.9)]
+
+
+def test_olmo_console_blocks(tmp_path):
+    # https://github.com/allenai/OLMo/issues/692 (the loss collapsing to 0 at step 2; thousands commas, scientific notation).
+    text = (
+        "2024-08-06 09:59:26.181 intern-studio-160750:0  olmo.train:908  INFO    [step=1/739328,epoch=0]\n"
+        "    optim/total_grad_norm=231.7\n"
+        "    train/CrossEntropyLoss=12.18\n"
+        "    train/Perplexity=195,153\n"
+        "    throughput/total_tokens=1,048,576\n"
+        "    System/Peak GPU Memory (MB)=46,911\n"
+        "2024-08-06 10:00:05.520 intern-studio-160750:0  olmo.train:908  INFO    [step=2/739328,epoch=0]\n"
+        "    optim/total_grad_norm=0.0002\n"
+        "    train/CrossEntropyLoss=1.7872662283480167e-06\n"
+        "    throughput/device/tokens_per_second=26,668\n"
+    )
+    assert rows(tmp_path, text) == [
+        (1, "epoch", 0.0), (1, "grad_norm", 231.7), (1, "loss", 12.18), (1, "ppl", 195153.0),
+        (1, "throughput/total_tokens", 1048576.0), (1, "mem_max_mib", 46911e6 / 2**20),
+        (2, "epoch", 0.0), (2, "grad_norm", 0.0002), (2, "loss", 1.7872662283480167e-06), (2, "tokens_per_s", 26668.0)]
+
+
+def test_olmo_value_lines_need_a_record_and_composer_counters_are_not_metrics(tmp_path):
+    # Indented `train/...=` lines with no `[step=..]` record above them give nothing; Composer's `time/batch`-style
+    # timestamp counters (https://github.com/princeton-nlp/LLM-Shearing/issues/24) are not metrics.
+    assert rows(tmp_path, "    train/CrossEntropyLoss=12.18\n") == []
+    text = (
+        "[batch=366/48000]:\n"
+        "\t Train time/batch: 365\n"
+        "\t Train time/sample: 93440\n"
+        "\t Train time/token: 382730240\n"
+        "\t Train memory/peak_reserved_mem: 51.3280\n"
+        "\t Train loss/train/ce_loss: 10.3750\n"
+    )
+    assert rows(tmp_path / "composer", text) == [
+        (366, "memory/peak_reserved_mem", 51.328), (366, "loss/train/ce_loss", 10.375)]

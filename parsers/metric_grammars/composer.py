@@ -27,7 +27,9 @@ HEADER = r"^\[(?:epoch=\d+\]\[)?batch=(?P<b>\d+)/\d+\]:\s*$"
 # Composer's keys are namespaced (`loss/train/total`) but for `epoch`: a user's `Eval loss: 0.3` is not one.
 LINE = rf"^\s*(?:- )?(?P<split>Train|Eval) (?P<key>[\w.@-]+/[\w/.@-]+|epoch): (?P<val>{NUM})\s*$"
 MATCH = f"{HEADER}|{LINE}"
-SKIP = ["trainer/global_step", "trainer/batch_idx"]
+# Counters, not measurements: the step itself and Composer's timestamp fields ([OBS] princeton-nlp/LLM-Shearing#24).
+SKIP = ["trainer/global_step", "trainer/batch_idx", "time/batch", "time/sample", "time/batch_in_epoch", "time/sample_in_epoch",
+        "time/token", "time/token_in_epoch"]
 NAMES = {
     "loss/train/total": "loss",
     "throughput/device/tokens_per_sec": "tokens_per_s",
