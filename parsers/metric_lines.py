@@ -80,7 +80,8 @@ def _bars_needed(bars: pl.DataFrame, df: pl.DataFrame) -> pl.DataFrame:
     HF dict's step: the last before the dict on its line, the first of each of the two lines after,
     the last of each of the two lines above (a long run redraws its bar far more often than it logs),
     and every bar of the chunk's first and last lines (the dict they serve may be in the next chunk)."""
-    has_post = bars.get_column("msg").str.contains("=", literal=True)
+    # `=`: a postfix; `: `: a `set_postfix_str` postfix or a metric in the description (tqdm.desc_rows).
+    has_post = bars.get_column("msg").str.contains_any(["=", ": "])
     # A dict on the chunk's last lines takes its step from bars at the start of the next chunk, and a
     # dict on the first lines from bars at the end of the previous one: bars of the two lines at
     # either edge are always kept, so a chunk boundary never changes a step.
@@ -107,7 +108,7 @@ def extract(cand: pl.DataFrame, state: dict) -> pl.DataFrame:
     """Every metric row found in the candidate lines of one chunk (plus internal `_bar` rows)."""
     if cand.height == 0:
         return pl.DataFrame(schema=SCHEMA)
-    df = cand.with_row_index("_i")
+    df = _unescape_pipes(cand.with_row_index("_i"))
     parts: list[pl.DataFrame] = []
     bars, remaining = _split_bars(df)
     if bars.height:
@@ -117,6 +118,7 @@ def extract(cand: pl.DataFrame, state: dict) -> pl.DataFrame:
     if bars.height:
         states = tqdm_grammar.bar_states(bars)
         parts.append(tqdm_grammar.postfix_rows(states, state))
+        parts.append(tqdm_grammar.desc_rows(states, state))
         # Bar states of undescribed bars: the step context of HF dicts (see steps.py).
         parts.append(tqdm_grammar.hf_bar_rows(states))
     for grammar in GRAMMARS:
@@ -135,6 +137,16 @@ def extract(cand: pl.DataFrame, state: dict) -> pl.DataFrame:
     # `_i` is the row number in `df`: its line, segment, rank and stamp are gathered, not joined.
     meta = df.select("line", "seg", "rank", "ts").gather(rows.get_column("_i"))
     return pl.concat([meta, rows.select("step", "name", "value", "source")], how="horizontal").select(list(SCHEMA)).cast(SCHEMA)
+
+
+def _unescape_pipes(df: pl.DataFrame) -> pl.DataFrame:
+    """`\\|` -> `|` in `msg`: lines pasted into a GitHub Markdown table (or escaped so the Markdown does
+    not make one) hold `10%\\|██ \\| 50/500 [..]`, `iteration 10/ 100 \\| lm loss: ..`. The tqdm bar and the
+    pipe-separated grammars read the plain `|`. One literal scan; lines without the escape are untouched."""
+    esc = df.get_column("msg").str.contains("\\|", literal=True)
+    if not esc.any():
+        return df
+    return df.with_columns(pl.when(esc).then(pl.col("msg").str.replace_all("\\|", "|", literal=True)).otherwise(pl.col("msg")).alias("msg"))
 
 
 def _claims(msg: pl.Series, grammar: Grammar) -> pl.Series | None:

@@ -32,7 +32,8 @@ from parsers.metric_grammars.common import (
 
 STEP_KEYS = ["step", "steps", "iter", "iteration", "it", "global_step", "num_updates", "current_steps", "_step",
              "train/global_step", "trainer/global_step", "update_step", "total_steps_done"]
-SKIP_KEYS = ["total_steps", "percentage", "max_steps", "num_steps"]
+# Not measurements: progress and Keras' `ETA: 150s` (a remaining time).
+SKIP_KEYS = ["total_steps", "percentage", "max_steps", "num_steps", "eta"]
 NAMES = {
     "train_loss": "loss",
     "reduced_train_loss": "loss",  # NeMo
@@ -64,7 +65,7 @@ NAMES = {
 # Keys whose values are GiB (LLaMA-Factory `vram_*`, metaseq `cuda_gb_*`, fairseq `gb_free`).
 GIB_KEYS = ["vram_allocated", "vram_reserved", "cuda_gb_allocated", "cuda_gb_reserved", "cuda_gb_free", "gb_free"]
 TIME_KEYS = {"time": "step_time_ms", "dt": "step_time_ms", "step_time": "step_time_ms", "iter_time": "step_time_ms",
-             "batch_time": "step_time_ms", "time/step": "step_time_ms", "step_time_ms": "step_time_ms",
+             "batch_time": "step_time_ms", "time/step": "step_time_ms", "time/batch": "step_time_ms", "step_time_ms": "step_time_ms",
              "time_ms": "step_time_ms", "iter_time_ms": "step_time_ms", "data_time": "data_time_ms",
              "data_time_ms": "data_time_ms", "dataload_time": "data_time_ms",
              # NeMo: `train_step_timing in s: 0.03146` (seconds)
@@ -79,10 +80,10 @@ JSON_MATCH = rf"\{{\s*\"[^{{}}]*\"(?:{JSON_KEY})\"\s*:"
 JSON_PAIR = r"\"(?P<key>[^\"]+)\"\s*:\s*(?P<val>\"[^\"]*\"|[-+\w.]+)"
 
 # Extra key words are lazy: `loss inf lr 0.1` is loss=inf, lr=0.1, not a key `loss inf lr`. A value
-# may sit in brackets with its total (`Epoch:[844/1500]`).
+# may sit in brackets with its total (`Epoch:[844/1500]`), or be a count with its total and ratio.
 KV_PAIR = (
     r"(?i)(?:^|[\s|,;\[\(\{])(?P<key>[a-z][a-z0-9_./-]*(?: [a-z][a-z0-9_./-]*){0,2}?(?: \([a-z]\))?)\s*(?:[:=]\s*|\s+)"
-    rf"\[?(?P<val>{NUM})(?:\s?(?P<unit>(?:ms|s|GiB|GB|MiB|MB)\b|%))?(?:\s?/\s?(?P<tot>\d+))?\]?(?:\s*\({NUM}\))?"
+    rf"(?P<ob>\[\s*)?(?P<val>{NUM})(?:\s?(?P<unit>(?:ms|s|GiB|GB|MiB|MB)\b|%))?(?:\s?/\s?(?P<tot>\d+)(?:=(?P<frac>{NUM}))?)?\]?(?:\s*\({NUM}\))?"
 )
 
 
@@ -90,8 +91,12 @@ def rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
     """(_i, key, val[, unit]) pairs -> rows: step from a step key, names and units canonicalised."""
     # `Avg. Loss` -> `avg_loss`: word-final dots are abbreviation marks, not part of the name.
     key = pl.col("key").str.strip_chars().str.to_lowercase().str.replace_all(r"\.(\s|$)", "$1").str.replace_all(r"\s+", "_")
+    # A log level the prefix splitter left before the first key (`INFO Train epoch: 17`) is not part of it.
+    key = key.str.replace(r"^(?:info|warning|warn|debug|error)_", "")
     unit = pl.col("unit").str.to_lowercase() if "unit" in kv.columns else pl.lit(None, pl.String)
-    kv = kv.with_columns(key.alias("_k"), unit.alias("_u"), num(pl.col("val")).alias("_v"))
+    # `acc: 45476/54430=0.8355` (count/total=ratio, [OBS] jiesutd/NCRFpp#100): the ratio is the value.
+    val = pl.coalesce("frac", "val") if "frac" in kv.columns else pl.col("val")
+    kv = kv.with_columns(key.alias("_k"), unit.alias("_u"), num(val).alias("_v"))
     step = (
         kv.filter(pl.col("_k").is_in(STEP_KEYS))
         .group_by("_i").agg(pl.col("_v").first().cast(pl.Int64, strict=False).alias("step"))
@@ -157,7 +162,25 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
         .select("_i")
     )
     kv = kv.join(residue, on="_i", how="semi", maintain_order="left")
-    return rows_from_pairs(kv, "generic") if kv.height else empty_rows()
+    # Not measurements: a bracketed percentage is progress (`Epoch 1 complete [10%]  Loss: ..`), and a
+    # `[file.py line:78]` logging prefix the prefix splitter left in place ([OBS] mira-ai-lab/MUSIC-AVQA-R#1).
+    kv = kv.filter(~(pl.col("ob").is_not_null() & (pl.col("unit") == "%")).fill_null(False)
+                   & ~pl.col("key").str.contains(r"\.py(?: line)?$"))
+    if kv.height == 0:
+        return empty_rows()
+    rows = rows_from_pairs(kv, "generic")
+    # An evaluation line (`Test set: Average loss: 0.0335, Accuracy: ..`, the PyTorch MNIST example):
+    # its names take `eval_` (an average loss there is the evaluation loss).
+    evals = df.filter(pl.col("msg").str.contains(EVAL_LINE)).select("_i")
+    if evals.height == 0:
+        return rows
+    is_eval = pl.col("_i").is_in(evals.get_column("_i").implode())
+    base = pl.col("name").str.replace(r"^(?:average|avg|mean)_(\w*loss)$", "$1")
+    named = pl.when(is_eval & ~pl.col("name").str.starts_with("eval_")).then(pl.lit("eval_") + base).otherwise(pl.col("name"))
+    return rows.with_columns(named.alias("name"))
+
+
+EVAL_LINE = r"(?i)^\s*(?:test|val|valid|validation|eval|evaluation)(?: set)?\s*:"
 
 
 KV_MATCH = r"(?i)(?:loss|grad[_ ]norm|gnorm|ppl)\s*[:= ]\s*[-+.\d]|(?:loss|grad[_ ]norm|gnorm|ppl)\s*[:= ]\s*(?:nan|inf)"

@@ -25,18 +25,29 @@ def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     # axolotl adds `'memory/max_allocated (GiB)': 10.97` (torch.cuda memory stats / 2**30) -> MiB.
     gib = pl.col("key").str.ends_with(" (GiB)")
     kv = kv.with_columns(pl.col("key").str.strip_suffix(" (GiB)"), gib.alias("_gib"))
+    # ms-swift: `'memory(GiB)': 63.16` (max reserved, GiB) and `'global_step/max_steps': '56/176'` (the step:
+    # its dicts are printed with no bar around them); `percentage` is progress, not a measurement.
+    step = (
+        kv.filter(pl.col("key") == "global_step/max_steps")
+        .select("_i", pl.col("val").str.strip_chars(" '").str.split_exact("/", 1).struct.field("field_0")
+                .cast(pl.Int64, strict=False).alias("_step"))
+    )
+    kv = kv.filter(~pl.col("key").is_in(SKIP_KEYS)).join(step, on="_i", how="left", maintain_order="left")
+    kv = kv.with_columns((pl.col("_gib") | (pl.col("key") == "memory(GiB)")).alias("_gib"))
     name = canonical_of(kv, "key", GIB_NAMES)
     value = num(pl.col("val"))
     out = kv.select(
         "_i",
-        pl.lit(None, pl.Int64).alias("step"),
+        pl.col("_step").alias("step"),
         pl.when(pl.col("_gib")).then(pl.col("key").replace_strict(GIB_NAMES, default=name + "_mib")).otherwise(name).alias("name"),
         pl.when(pl.col("_gib")).then(value * 1024.0).otherwise(value).alias("value"),
     )
     return shape(out, "hf_dict")
 
 
-GIB_NAMES = {"memory/max_allocated": "mem_max_mib", "memory/max_active": "mem_max_active_mib",
+# Not measurements: ms-swift's progress fields (the step is read from `global_step/max_steps`).
+SKIP_KEYS = ["global_step/max_steps", "percentage"]
+GIB_NAMES = {"memory(GiB)": "mem_max_reserved_mib", "memory/max_allocated": "mem_max_mib", "memory/max_active": "mem_max_active_mib",
              "memory/device_reserved": "mem_reserved_mib", "memory/active": "mem_active_mib",
              "memory/allocated": "mem_allocated_mib"}
 
@@ -58,3 +69,12 @@ def _no_rows(df: pl.DataFrame, state: dict) -> pl.DataFrame:
 
 
 METRICS_BLOCK_GRAMMAR = Grammar("hf_metrics_block", ("_loss", "perplexity"), METRICS_BLOCK, _no_rows)
+
+# W&B's end-of-run console block ([OBS] wandb/wandb#2450):
+#     wandb: Run summary:
+#     wandb:                 train/box_loss 0.03868
+#     wandb:                          _step 10
+# The last value of each logged metric, printed once when the run ends: a summary, not a step's reading
+# (the `Run history:` sparklines above it hold no number). Claimed, no rows, as the metrics blocks above.
+WANDB_SUMMARY = r"^wandb:\s+[^\s:][^\s]*\s+[-+]?(?:[\d.]+(?:[eE][-+]?\d+)?|nan|NaN|inf|-inf|Infinity|True|False)\s*$"
+WANDB_SUMMARY_GRAMMAR = Grammar("wandb_summary", ("wandb:",), WANDB_SUMMARY, _no_rows)

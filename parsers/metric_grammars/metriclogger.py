@@ -95,7 +95,10 @@ def _mmengine(df: pl.DataFrame) -> pl.DataFrame:
 def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     """MetricLogger first, then mmengine, for the lines each matches."""
     parts = []
-    hit = df.get_column("msg").str.contains(ML_ANY)
+    # mmengine's validation lines (`Epoch(val)  [2][ 3100/21046]    eta: ..`) look like MetricLogger's
+    # `[i/n]  eta:` ([OBS] jbwang1997/CrossKD#15): the `(mode)` marker makes them mmengine's.
+    msg = df.get_column("msg")
+    hit = msg.str.contains(ML_ANY) & ~msg.str.contains(MM_MODE)
     if hit.any():
         parts.append(_metriclogger(df.filter(hit)))
     rest = df.filter(~hit)

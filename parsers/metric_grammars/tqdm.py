@@ -25,7 +25,18 @@ from __future__ import annotations
 
 import polars as pl
 
-from parsers.metric_grammars.common import ROW_SCHEMA, Grammar, canonical_of, empty_rows, num, split_pairs
+from parsers.metric_grammars.common import (
+    NUM,
+    ROW_SCHEMA,
+    Grammar,
+    canonical,
+    canonical_of,
+    empty_rows,
+    num,
+    pairs,
+    snake,
+    split_pairs,
+)
 
 BAR = (
     r"(?P<desc>(?:\[[^\]\r]*\]:?\s*)?[^\]\[|%\r]*?)(?:(?P<pct>\d{1,3})%(?:\|[^|\]]*\||\s)\s*(?P<n>\d+)/(?P<total>\d+)|(?P<n2>\d+)(?:it|\s?[a-z]+)?)"
@@ -70,12 +81,20 @@ def bar_states(df: pl.DataFrame) -> pl.DataFrame:
         )
         parts.append(glued)
     states = pl.concat(parts, how="diagonal_relaxed").filter(pl.col("el").is_not_null()).sort("_i", maintain_order=True).with_row_index("_b")
+    tt = df.get_column("msg").str.contains("|Loss: ", literal=True)
+    if tt.any():
+        # torchtune's `epoch|step|Loss: ..` description: `|` is not part of a captured description.
+        steps = df.filter(tt).select("_i", pl.col("msg").str.extract(TORCHTUNE, 2).cast(pl.Int64, strict=False).alias("_tt"))
+        states = states.join(steps, on="_i", how="left", maintain_order="left")
+    else:
+        states = states.with_columns(pl.lit(None, pl.Int64).alias("_tt"))
     return states.select(
         "_i", "_b", "rank",
         pl.col("desc").str.strip_chars().str.strip_chars_end(":").str.strip_chars().alias("desc"),
         pl.coalesce(pl.col("n"), pl.col("n2")).cast(pl.Int64, strict=False).alias("n"),
         pl.col("total").cast(pl.Int64, strict=False).alias("total"),
         pl.col("post"),
+        "_tt",
     )
 
 
@@ -85,8 +104,11 @@ def postfix_rows(states: pl.DataFrame, state: dict) -> pl.DataFrame:
     with_post = states.filter((pl.col("post").str.len_chars() > 0) & (pl.col("n") > 0))
     if with_post.height == 0:
         return empty_rows()
-    # `, k=v, k=v` (tqdm joins set_postfix items with ", " and "=")
-    kv = split_pairs(with_post, pl.col("post").str.strip_prefix(", "), ", ", "=")
+    # `, k=v, k=v` (tqdm joins set_postfix items with ", " and "="); `set_postfix_str` users write
+    # `, Loss: 0.05451, Learning rate: 3.3762e-03` ([OBS] IsoNet-cryoET/IsoNet2#22).
+    post = pl.col("post").str.strip_prefix(", ")
+    post = pl.when(post.str.contains("=", literal=True)).then(post).otherwise(post.str.replace_all(": ", "=", literal=True))
+    kv = split_pairs(with_post, post, ", ", "=")
     step_key = (
         kv.filter(pl.col("key").is_in(["num_updates", "step", "global_step", "steps"]))
         .group_by("_b").agg(num(pl.col("val")).first().cast(pl.Int64, strict=False).alias("_ps"))
@@ -112,7 +134,62 @@ def postfix_rows(states: pl.DataFrame, state: dict) -> pl.DataFrame:
     return _dedupe(rows.sort("_b"), state)
 
 
-def _dedupe(rows: pl.DataFrame, state: dict) -> pl.DataFrame:
+# A metric in the bar description: torchtune `1|25|Loss: 1.2621808052062988:  26%|..| 26/101 [..]`
+# ([OBS] meta-pytorch/torchtune#2620: epoch|global step|loss, set with `set_description` every step),
+# user loops `Train Epoch: 16 Loss: 0.35977894: 100% 2785/2785 [..]` ([OBS] InhwanBae/DMRGCN#1).
+DESC_PAIR = rf"(?i)(?:^|[\s|,;])(?P<key>[a-z][\w/.]*(?: [a-z][\w/.]*)?)\s*[:=]\s*(?P<val>{NUM})"
+TORCHTUNE = r"(?:^|[^\d|])(\d+)\|(\d+)\|Loss: "
+DESC_STEP = ["step", "global_step", "iter", "iteration"]
+
+
+def desc_rows(states: pl.DataFrame, state: dict) -> pl.DataFrame:
+    """Metric rows of bar descriptions that hold a loss (`..Loss: 1.23`), deduplicated like postfixes.
+
+    Step: torchtune's global step; else a step key of the description; else `epoch * total + n` when the
+    description names an epoch (the same count as Lightning's `Epoch N` bars); else `n`. A validation
+    bar (`Valid ...`, `Val ...`, `Eval ...`) counts its own batches: its rows take `eval_` names and no
+    step (textlog carries the training step before it)."""
+    # A description padded with a run of spaces is another line's text glued before the bar (a paste that
+    # lost its `\r`), not a description: not read here.
+    d = states.filter(
+        pl.col("desc").str.contains(r"(?i)loss\s*[:=]") & (pl.col("n") > 0) & ~pl.col("desc").str.contains("   ", literal=True)
+    )
+    if d.height == 0:
+        return empty_rows()
+    kv = pairs(d, DESC_PAIR, pl.col("desc"))
+    if kv.height == 0:
+        return empty_rows()
+    key = snake(pl.col("key"))
+    kv = kv.with_columns(key.alias("_k"), num(pl.col("val")).alias("_v"))
+    per = kv.group_by("_b").agg(
+        pl.col("_v").filter(pl.col("_k").str.ends_with("epoch")).first().alias("_ep"),
+        pl.col("_v").filter(pl.col("_k").is_in(DESC_STEP)).first().alias("_st"),
+    )
+    kv = kv.join(per, on="_b", how="left", maintain_order="left")
+    tt = pl.col("_tt") if "_tt" in kv.columns else pl.lit(None, pl.Int64)
+    is_eval = pl.col("desc").str.contains(r"(?i)^(?:valid|val\b|eval|test)")
+    step = pl.coalesce(tt, pl.col("_st"), pl.col("_ep") * pl.col("total") + pl.col("n"), pl.col("n")).cast(pl.Int64, strict=False)
+    name = pl.when(pl.col("_k").str.ends_with("epoch")).then(pl.lit("epoch")).otherwise(canonical(pl.col("key"), POSTFIX_NAMES))
+    rows = (
+        kv.filter(
+            ~(pl.col("_k").str.ends_with("epoch") | pl.col("_k").is_in(DESC_STEP))
+            | (pl.col("_k").str.ends_with("epoch") & ~is_eval & tt.is_null())
+        )
+        .select(
+            "_i", "_b", "rank",
+            pl.col("desc").str.replace_all(r"\d+", "#").alias("_dk"),
+            step.alias("step"),
+            is_eval.alias("_eval"),
+            pl.when(is_eval & ~name.str.starts_with("eval_")).then(pl.lit("eval_") + name).otherwise(name).alias("name"),
+            pl.col("_v").alias("value"),
+        )
+        .filter(pl.col("value").is_not_null())
+    )
+    out = _dedupe(rows.sort("_b"), state, "tqdm_desc", keep=["_eval"])
+    return out.with_columns(pl.when(pl.col("_eval")).then(None).otherwise(pl.col("step")).alias("step")).drop("_eval").cast(ROW_SCHEMA)
+
+
+def _dedupe(rows: pl.DataFrame, state: dict, source: str = "tqdm_postfix", keep: list[str] | None = None) -> pl.DataFrame:
     """Adjacent redraws of one step keep the last; repeated eval values keep the first (see module doc)."""
     key = ["rank", "_dk", "name"]
     rows = rows.filter(pl.col("step").shift(-1).over(key).ne_missing(pl.col("step")))
@@ -130,12 +207,15 @@ def _dedupe(rows: pl.DataFrame, state: dict) -> pl.DataFrame:
     rows = rows.filter(~repeated)
     for r in rows.group_by(key).agg(pl.col("value").last()).iter_rows():
         last[(r[0], r[1], r[2])] = r[3]
-    return rows.select("_i", "step", "name", "value", pl.lit("tqdm_postfix").alias("source")).cast(ROW_SCHEMA)
+    if keep:
+        return rows.select("_i", "step", "name", "value", pl.lit(source).alias("source"), *keep)
+    return rows.select("_i", "step", "name", "value", pl.lit(source).alias("source")).cast(ROW_SCHEMA)
 
 
 def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
-    """Postfix metrics of the claimed bar lines."""
-    return postfix_rows(bar_states(df), state)
+    """Postfix and description metrics of the claimed bar lines."""
+    states = bar_states(df)
+    return pl.concat([postfix_rows(states, state), desc_rows(states, state)])
 
 
 def hf_bar_rows(states: pl.DataFrame) -> pl.DataFrame:
