@@ -65,9 +65,14 @@ def detection(ev: pl.DataFrame, summary: str, causes: dict[str, float], *, confi
     """A Detection whose onset and evidence are the (onset-sorted) events `ev`.
 
     `lead`: rows of `ev` to quote first because they prove most (a limit hit before the many
-    recompiles that led to it); the onset stays the earliest row of `ev`.
+    recompiles that led to it); without one, the first row of each event code leads. The onset
+    stays the earliest row of `ev`.
     """
     quoted = ev
+    if (lead is None or lead.height == 0) and "code" in ev.columns and ev.height > 1:
+        # The first line of each kind before the repeats: 64 identical kernel asserts must not crowd
+        # out the error they caused.
+        lead = ev.unique("code", keep="first", maintain_order=True)
     if lead is not None and lead.height:
         rest = ev.join(lead.select("file", "line"), on=["file", "line"], how="anti")
         quoted = pl.concat([lead.select(ev.columns), rest], how="vertical_relaxed")

@@ -88,7 +88,7 @@ def test_ms_swift_3267_rank_prefixed_cuda_assert(tmp_path):
         (14, None, "cuda_kernel_assert", "error"),
     ]
     assert rows(ev, "cuda_kernel_assert", "kernel", "cond") == [
-        (14, None, "nll_loss_forward_reduce_cuda_kernel_2d: ", "t >= 0 && t < n_classes")]
+        (14, None, "nll_loss_forward_reduce_cuda_kernel_2d", "t >= 0 && t < n_classes")]
 
 
 @pytest.mark.parametrize("name,expected", [

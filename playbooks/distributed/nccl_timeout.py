@@ -53,6 +53,12 @@ PLAYBOOK = declare(
             Cause("wrong_interface", "NCCL bound to the wrong network interface",
                   verify="NCCL_DEBUG=INFO: check 'NET/Socket : Using' lines",
                   fix="export NCCL_SOCKET_IFNAME=<the cluster interface>", prior=0.1),
+            Cause("duplicate_gpu", "Two ranks were given the same GPU (the device was not picked from LOCAL_RANK, "
+                  "or CUDA_VISIBLE_DEVICES shows each process the same one)",
+                  verify="NCCL WARN 'Duplicate GPU detected : rank A and rank B both on CUDA device N'; print "
+                         "torch.cuda.current_device() and CUDA_VISIBLE_DEVICES in every rank before init_process_group",
+                  fix="torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) before init_process_group (or device_id=...); "
+                      "one visible GPU per process when the launcher sets CUDA_VISIBLE_DEVICES", prior=0.05),
         ),
         verify="NCCL_DEBUG=INFO TORCH_NCCL_DESYNC_DEBUG=1; nccl-tests all_reduce_perf",
         fix="Fix the first failing rank; for genuine slowness raise the timeout (init_process_group(timeout=...)); NCCL_IB_DISABLE=1 / NCCL_SOCKET_IFNAME for fabric problems",
@@ -82,6 +88,9 @@ connect to (host, port)`); its `- retrying (try=N, …)` warnings are not counte
 
 A rank that logs progress but neither a timeout nor an error while the others time out never reached
 the collective: it is named, and the straggler cause ranks first.
+
+NCCL's own `Duplicate GPU detected : rank 0 and rank 1 both on CUDA device N` (two ranks on one GPU)
+ranks the duplicate-GPU cause first: it is a launch misconfiguration, not a peer's failure.
 
 ## Known false positives
 `NCCL INFO` chatter and the advice sentences that follow a timeout (`Due to the asynchronous nature of
@@ -136,6 +145,10 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         causes["peer_died_first"] = 0.15
     if pl.Series([text]).str.contains(INTERFACE_TEXT)[0]:
         causes["wrong_interface"] = 0.6
+    if errors.filter(pl.col("code") == "nccl_duplicate_gpu").height:
+        # NCCL names the misconfiguration itself, on every rank it hit: no peer failed first.
+        causes["duplicate_gpu"] = 1.0
+        causes.pop("peer_died_first", None)
     ranks = sorted({r for r in ev.get_column("rank").to_list() if r is not None})
     severity = None
     warn_only = timeouts.height == 0 and errors.filter(pl.col("code") != "nccl_warn").height == 0

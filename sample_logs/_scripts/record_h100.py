@@ -1,0 +1,119 @@
+"""Real GPU failures and a real GPU run, recorded on one NVIDIA H100 (the project's lent device machine).
+
+Run by record_h100.sh there (python3 holds torch 2.11 + CUDA 13 and transformers 5.x). Nothing is
+simulated: every error text is what torch, CUDA, NCCL and transformers printed.
+
+Scenarios (argv[1]):
+  hf-oom      HuggingFace Trainer (tiny random-init Llama, bf16) logging every step; at step 25 the
+              collator pads one batch to 64k tokens (a long document slipped through the length
+              filter) and the step runs out of GPU memory.
+  hf-clean    the same Trainer run without the long batch: 60 steps, loss falling, eval every 20.
+  dsa         a plain loop printing `step N loss X`; at step 15 a batch holds token ids past the
+              vocabulary: the embedding kernel's assert fires and the error surfaces asynchronously.
+  nccl-rank   (under torchrun, 2 processes) both ranks pick cuda:0: NCCL refuses a duplicate GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+
+VOCAB = 32000
+
+
+def _llama(seq: int):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=512, intermediate_size=1536, num_hidden_layers=4,
+                      num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=seq)
+    return LlamaForCausalLM(cfg)
+
+
+class Pattern(torch.utils.data.Dataset):
+    """Token sequences with a learnable pattern (next token = token + 7 mod a small range)."""
+
+    def __init__(self, n: int, seq: int, seed: int) -> None:
+        g = torch.Generator().manual_seed(seed)
+        start = torch.randint(0, 1000, (n, 1), generator=g)
+        self.x = (start + 7 * torch.arange(seq)) % 1000
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return {"input_ids": self.x[i], "labels": self.x[i]}
+
+
+def hf(out: str, long_batch_at: int | None) -> None:
+    from transformers import Trainer, TrainingArguments
+
+    torch.manual_seed(0)
+    seq = 512
+    calls = {"n": 0}
+
+    def collate(rows):
+        calls["n"] += 1
+        ids = torch.stack([r["input_ids"] for r in rows])
+        if long_batch_at is not None and calls["n"] == long_batch_at:
+            # One document far longer than the rest, padded into the batch.
+            ids = torch.cat([ids, ids.repeat(1, 128)], dim=1)
+        return {"input_ids": ids, "labels": ids.clone()}
+
+    model = _llama(seq * 129)
+    args = TrainingArguments(
+        output_dir=out, max_steps=60, per_device_train_batch_size=16, learning_rate=1e-3, warmup_steps=5,
+        logging_steps=1 if long_batch_at else 5, eval_strategy="no" if long_batch_at else "steps", eval_steps=20,
+        per_device_eval_batch_size=16, bf16=True, report_to=[], save_strategy="no", seed=0,
+        dataloader_num_workers=0,
+    )
+    trainer = Trainer(model=model, args=args, train_dataset=Pattern(4096, seq, 0), eval_dataset=Pattern(256, seq, 1),
+                      data_collator=collate)
+    trainer.train()
+
+
+def dsa() -> None:
+    torch.manual_seed(0)
+    dev = "cuda"
+    model = torch.nn.Sequential(torch.nn.Embedding(VOCAB, 256), torch.nn.Linear(256, VOCAB)).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    data = Pattern(2048, 128, 0)
+    for step in range(1, 41):
+        ids = torch.stack([data[i]["input_ids"] for i in range(step * 8, step * 8 + 8)])
+        if step == 15:
+            ids[3, 17] = VOCAB + 5  # a tokenizer with added tokens, a model with the old vocabulary
+        ids = ids.to(dev)
+        logits = model(ids[:, :-1])
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), ids[:, 1:].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print(f"step {step} loss {loss.item():.4f} lr {opt.param_groups[0]['lr']:.2e}", flush=True)
+
+
+def nccl_rank() -> None:
+    import torch.distributed as dist
+
+    rank = int(os.environ["RANK"])
+    # The bug: every process takes device 0 (LOCAL_RANK was never used).
+    torch.cuda.set_device(0)
+    dist.init_process_group("nccl")
+    x = torch.ones(1024, device="cuda") * rank
+    dist.all_reduce(x)
+    print(f"rank {rank}: sum {x[0].item()}", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    what = sys.argv[1]
+    if what == "hf-oom":
+        hf(sys.argv[2], long_batch_at=25)
+    elif what == "hf-clean":
+        hf(sys.argv[2], long_batch_at=None)
+    elif what == "dsa":
+        dsa()
+    elif what == "nccl-rank":
+        nccl_rank()
+    else:
+        raise SystemExit(f"unknown scenario {what}")
