@@ -90,3 +90,37 @@ def test_nccl_2_28_stamped_warn_and_last_error_detail():
     assert f["last_error"] == "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 60"
     rep = _fields(ev, "torchrun_child_failed_report")
     assert (rep["rank"], rep["exitcode"], rep["pid"], rep["other_ranks"]) == ("0", "1", "683", "1")
+
+
+def test_triton_wild_store_is_an_illegal_memory_access():
+    ev = _events("device-assert-illegal-h100")
+    ima = ev.filter(pl.col("code") == "illegal_memory_access").row(0, named=True)
+    assert (ima["line"], ima["step"]) == (13, 30)
+    assert ima["message"] == "torch.AcceleratorError: CUDA error: operation not supported on global/shared address space"
+    assert json.loads(ima["fields"])["form"] == "address_space"
+    assert _fields(ev, "cuda_error_lookup_advice")["cuda_error_name"] == "cudaErrorInvalidAddressSpace"
+    # The generic CUDA-error fallback gives way to the specific code.
+    assert ev.filter(pl.col("code") == "cuda_error").height == 0
+
+
+def test_nvidia_smi_580_outputs_agree_on_one_gpu():
+    """`-q`, `-q -x` and the table, taken within one second of each other, and `dmon -o DT` (driver 580.159.04)."""
+    run = ingest(ROOT / "tests" / "recordings" / "h100")
+    files = {r["file"]: (r["kind"], r["status"], r["rows"]) for r in frame(run, "files").rows(named=True)}
+    assert files == {
+        "dmon.txt": ("nvsmi_dmon", "parsed", 12), "pmon.txt": ("nvsmi_dmon", "parsed", 0),
+        "q.txt": ("nvsmi_query_text", "parsed", 1), "q.xml": ("nvsmi_xml", "parsed", 1),
+        "table.txt": ("nvsmi_table", "parsed", 1), "table_idle.txt": ("nvsmi_table", "parsed", 1),
+    }
+    g = frame(run, "gpu")
+    cols = ["bus_id", "name", "memory_total_mib", "power_limit_w", "pstate", "compute_mode", "mig_mode"]
+    snap = g.filter(pl.col("file").is_in(["q.txt", "q.xml", "table.txt"])).select(cols).unique().rows()
+    assert snap == [("00000000:00:06.0", "NVIDIA H100 80GB HBM3", 81559.0, 700.0, "P0", "Default", "Disabled")]
+    q = g.filter(pl.col("file") == "q.txt").row(0, named=True)
+    # `Clocks Event Reasons` (the section's name since driver 535) gives the throttle reasons.
+    assert (q["throttle_reasons"], q["sm_clock_max_mhz"], q["pcie_link_gen"], q["memory_free_mib"]) == ("gpu_idle", 1980.0, 5, 81079.0)
+    dmon = g.filter(pl.col("file") == "dmon.txt").sort("line")
+    assert dmon.get_column("power_w").to_list()[:4] == [116.0, 116.0, 90.0, 70.0]
+    assert str(dmon.get_column("ts")[0]) == "2026-11-22 10:43:44+00:00"
+    # pmon's rows with no process (`-` in every column) are no process samples.
+    assert frame(run, "gpu_procs").height == 0

@@ -11,6 +11,9 @@ Scenarios (argv[1]):
   dsa         a plain loop printing `step N loss X`; at step 15 a batch holds token ids past the
               vocabulary: the embedding kernel's assert fires and the error surfaces asynchronously.
   nccl-rank   (under torchrun, 2 processes) both ranks pick cuda:0: NCCL refuses a duplicate GPU.
+  illegal     a plain loop with a hand-written Triton "fused scale" kernel; from step 31 a bad offset
+              makes it store far outside its buffer: an illegal memory access, reported at the next
+              synchronising call.
 """
 
 from __future__ import annotations
@@ -105,6 +108,33 @@ def nccl_rank() -> None:
     dist.destroy_process_group()
 
 
+def illegal() -> None:
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def fused_scale(x_ptr, n, scale, stride_bug, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n)
+        # The bug: a stride meant for another layout; with stride_bug > 1 the store leaves the buffer.
+        tl.store(x_ptr + offs * stride_bug, x * scale)
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(512, 2048), torch.nn.GELU(), torch.nn.Linear(2048, 512)).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    for step in range(1, 61):
+        x = torch.randn(64, 512, device="cuda")
+        loss = (model(x) - x).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        g = model[0].weight.grad.view(-1)
+        stride = 1 if step <= 30 else 1 << 22
+        fused_scale[(triton.cdiv(g.numel(), 1024),)](g, g.numel(), 0.5, stride, BLOCK=1024)
+        opt.step()
+        if step % 5 == 0:
+            print(f"step {step} loss {loss.item():.4f}", flush=True)
+
+
 if __name__ == "__main__":
     what = sys.argv[1]
     if what == "hf-oom":
@@ -115,5 +145,7 @@ if __name__ == "__main__":
         dsa()
     elif what == "nccl-rank":
         nccl_rank()
+    elif what == "illegal":
+        illegal()
     else:
         raise SystemExit(f"unknown scenario {what}")

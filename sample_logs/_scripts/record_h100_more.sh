@@ -1,0 +1,27 @@
+#!/bin/sh
+# Second batch recorded on the lent H100 (see record_h100.py): a real illegal memory access from a
+# Triton kernel, and nvidia-smi's other outputs (-q, -q -x, dmon, pmon) taken while a job runs.
+# From the repo root there:  sh sample_logs/_scripts/record_h100_more.sh "$OUT"
+out=${1:?output folder}
+here=$(cd "$(dirname "$0")" && pwd)
+rec="$here/record_h100.py"
+work=$(mktemp -d)
+export PYTHONUNBUFFERED=1
+
+mkdir -p "$work/h100-illegal-address" "$work/nvsmi"
+python3 "$rec" illegal > "$work/h100-illegal-address/train.log" 2>&1
+echo "illegal exit status $?" >&2
+
+# A job to watch: the healthy Trainer run, while dmon/pmon sample and -q snapshots are taken.
+python3 "$rec" hf-clean "$work/_hf" > "$work/nvsmi/hf.log" 2>&1 &
+job=$!
+nvidia-smi dmon -s pucvmet -o DT -c 12 > "$work/nvsmi/dmon.txt" 2>&1 &
+nvidia-smi pmon -s um -o DT -c 12 > "$work/nvsmi/pmon.txt" 2>&1 &
+sleep 4
+nvidia-smi -q > "$work/nvsmi/q.txt" 2>&1
+nvidia-smi -q -x > "$work/nvsmi/q.xml" 2>&1
+nvidia-smi > "$work/nvsmi/table.txt" 2>&1
+wait
+rm -rf "$work/_hf"
+tar -C "$work" -czf "$out/h100_more.tar.gz" .
+ls -la "$work"/*
