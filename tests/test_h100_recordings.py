@@ -124,3 +124,19 @@ def test_nvidia_smi_580_outputs_agree_on_one_gpu():
     assert str(dmon.get_column("ts")[0]) == "2026-11-22 10:43:44+00:00"
     # pmon's rows with no process (`-` in every column) are no process samples.
     assert frame(run, "gpu_procs").height == 0
+
+
+def test_kineto_trace_of_torch_2_11_on_h100():
+    run = ingest(SAMPLES / "host-device-sync-h100")
+    f = frame(run, "files").filter(pl.col("kind") == "kineto_trace").row(0, named=True)
+    assert (f["file"], f["status"]) == ("h100_llama_bf16.pt.trace.json.gz", "parsed")
+    spans = frame(run, "spans")
+    kernels = spans.filter(pl.col("cat") == "kernel")
+    assert kernels.height == 1677 and set(kernels.get_column("stream").unique()) == {7}
+    # Three active profiler steps (schedule wait=1, warmup=1, active=3 over steps 1-5).
+    assert sorted(spans.get_column("step").drop_nulls().unique().to_list()) == [2, 3, 4]
+    assert spans.filter(pl.col("name") == "aten::_local_scalar_dense").height == 237
+    assert set(frame(run, "counters").get_column("name").unique()) == {"memory_allocated_bytes", "memory_delta_bytes", "memory_reserved_bytes"}
+    # The console beside it: `step N loss X` lines.
+    loss = frame(run, "metrics").filter(pl.col("name") == "loss").sort("step")
+    assert loss.select("step", "value").rows() == [(1, 10.482), (2, 10.1885), (3, 9.9595), (4, 9.7288), (5, 9.4753)]

@@ -11,6 +11,8 @@ Scenarios (argv[1]):
   dsa         a plain loop printing `step N loss X`; at step 15 a batch holds token ids past the
               vocabulary: the embedding kernel's assert fires and the error surfaces asynchronously.
   nccl-rank   (under torchrun, 2 processes) both ranks pick cuda:0: NCCL refuses a duplicate GPU.
+  trace       torch.profiler (CUDA activities, record_shapes, profile_memory, with_stack) around
+              steps 3-5 of a plain bf16 training loop of the tiny Llama; Kineto trace exported as JSON.
   illegal     a plain loop with a hand-written Triton "fused scale" kernel; from step 31 a bad offset
               makes it store far outside its buffer: an illegal memory access, reported at the next
               synchronising call.
@@ -108,6 +110,26 @@ def nccl_rank() -> None:
     dist.destroy_process_group()
 
 
+def trace(path: str) -> None:
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    torch.manual_seed(0)
+    model = _llama(512).cuda().to(torch.bfloat16)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    data = Pattern(64, 512, 0)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], schedule=schedule(wait=1, warmup=1, active=3),
+                 record_shapes=True, profile_memory=True, with_stack=True,
+                 on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
+        for step in range(1, 6):
+            ids = torch.stack([data[i]["input_ids"] for i in range(8)]).cuda()
+            loss = model(input_ids=ids, labels=ids).loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            prof.step()
+            print(f"step {step} loss {loss.item():.4f}", flush=True)
+
+
 def illegal() -> None:
     import triton
     import triton.language as tl
@@ -147,5 +169,7 @@ if __name__ == "__main__":
         nccl_rank()
     elif what == "illegal":
         illegal()
+    elif what == "trace":
+        trace(sys.argv[2])
     else:
         raise SystemExit(f"unknown scenario {what}")

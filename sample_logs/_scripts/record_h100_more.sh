@@ -1,12 +1,21 @@
 #!/bin/sh
 # Second batch recorded on the lent H100 (see record_h100.py): a real illegal memory access from a
 # Triton kernel, and nvidia-smi's other outputs (-q, -q -x, dmon, pmon) taken while a job runs.
-# From the repo root there:  sh sample_logs/_scripts/record_h100_more.sh "$OUT"
+# From the repo root there:  sh sample_logs/_scripts/record_h100_more.sh "$OUT"   (add `trace` for the
+# Kineto trace alone).
 out=${1:?output folder}
 here=$(cd "$(dirname "$0")" && pwd)
 rec="$here/record_h100.py"
 work=$(mktemp -d)
 export PYTHONUNBUFFERED=1
+if [ "${2:-}" = trace ]; then
+    # A Kineto trace of three bf16 steps of the tiny Llama (torch.profiler, CUDA activities).
+    python3 "$rec" trace "$work/h100_llama_bf16.pt.trace.json" > "$work/trace.log" 2>&1
+    gzip -9 "$work/h100_llama_bf16.pt.trace.json"
+    cp "$work"/h100_llama_bf16.pt.trace.json.gz "$work/trace.log" "$out/"
+    ls -la "$out"
+    exit 0
+fi
 
 mkdir -p "$work/h100-illegal-address" "$work/nvsmi"
 python3 "$rec" illegal > "$work/h100-illegal-address/train.log" 2>&1
