@@ -45,6 +45,8 @@ class Finding:
     ranks: list[int]
     raw_causes: dict[str, float] = field(default_factory=dict)
     cause_evidence: dict[str, list[Evidence]] = field(default_factory=dict)
+    # Causes that an explaining finding proved (a memory-leak finding before an OOM proves its growth cause).
+    confirmed: set[str] = field(default_factory=set)
     explained_by: list[str] = field(default_factory=list)
     explains: list[str] = field(default_factory=list)
     root_cause: bool = True
@@ -143,6 +145,10 @@ def not_later(a: Onset, b: Onset) -> bool:
     return True  # nothing comparable: the declared causal direction stands
 
 
+# How far a cause another finding confirmed leads the best unconfirmed one (score ratio).
+CONFIRMED_LEAD = 1.5
+
+
 def _rank_causes(f: Finding) -> None:
     """Order causes by prior x strength; when no evidence favours any, by prior alone."""
     strengths = f.raw_causes
@@ -150,6 +156,11 @@ def _rank_causes(f: Finding) -> None:
     for c in f.playbook.causes:
         s = strengths.get(c.id, 0.0)
         scored.append((c, c.prior * s if strengths else c.prior))
+    if f.confirmed:
+        # Another finding's evidence outweighs a prior: a confirmed cause leads the causes this finding's
+        # own evidence favours (its own text may fit them too: a leak's last step does not fit the GPU).
+        lead = max((score for c, score in scored if c.id not in f.confirmed), default=0.0)
+        scored = [(c, max(score, lead * CONFIRMED_LEAD) if c.id in f.confirmed else score) for c, score in scored]
     total = sum(score for _, score in scored) or 1.0
     ranked = sorted(scored, key=lambda cs: (-cs[1], f.playbook.causes.index(cs[0])))
     f.causes = [
@@ -176,6 +187,7 @@ def link(findings: list[Finding]) -> None:
             named = [c for c in b.playbook.causes if c.playbook == a.id]
             for c in named or [c for c in b.playbook.causes if c.playbook == ANY_PLAYBOOK]:
                 b.raw_causes[c.id] = 1.0
+                b.confirmed.add(c.id)
                 b.cause_evidence.setdefault(c.id, []).extend(a.evidence[:2])
     for f in findings:
         f.root_cause = not f.explained_by

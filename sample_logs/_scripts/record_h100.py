@@ -13,6 +13,11 @@ Scenarios (argv[1]):
   nccl-rank   (under torchrun, 2 processes) both ranks pick cuda:0: NCCL refuses a duplicate GPU.
   trace       torch.profiler (CUDA activities, record_shapes, profile_memory, with_stack) around
               steps 3-5 of a plain bf16 training loop of the tiny Llama; Kineto trace exported as JSON.
+  leak        a bf16 MLP loop that calls backward(retain_graph=True) (added once to silence "Trying to
+              backward through the graph a second time") and sums `running_loss += loss` (the tensor,
+              not .item()): every step's graph and its saved activations stay alive, so allocated
+              memory climbs every step until the GPU is full; Python logging lines every 5 steps
+              with the allocated memory.
   illegal     a plain loop with a hand-written Triton "fused scale" kernel; from step 31 a bad offset
               makes it store far outside its buffer: an illegal memory access, reported at the next
               synchronising call.
@@ -130,6 +135,33 @@ def trace(path: str) -> None:
             print(f"step {step} loss {loss.item():.4f}", flush=True)
 
 
+def leak() -> None:
+    import logging
+    import time
+
+    logging.basicConfig(format="%(asctime)s - %(levelname)s - %(name)s - %(message)s", level=logging.INFO)
+    log = logging.getLogger("train")
+    torch.manual_seed(0)
+    width = 8192
+    model = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.GELU()) for _ in range(4)]).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    log.info("model: %.2fB parameters, bf16 autocast, batch 4096", sum(p.numel() for p in model.parameters()) / 1e9)
+    running_loss = 0.0
+    for step in range(1, 1001):
+        time.sleep(0.2)  # the data loader's share of a step
+        x = torch.randn(4096, width, device="cuda")
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = (model(x).float() - x).pow(2).mean()
+        opt.zero_grad()
+        loss.backward(retain_graph=True)
+        opt.step()
+        running_loss += loss  # the bug: keeps every step's graph (and its activations) alive
+        if step % 5 == 0:
+            log.info("step %d loss %.4f avg_loss %.4f lr %.3e mem_allocated_mib %.0f mem_reserved_mib %.0f", step, loss.item(),
+                     running_loss.item() / step, opt.param_groups[0]["lr"], torch.cuda.memory_allocated() / 2**20,
+                     torch.cuda.memory_reserved() / 2**20)
+
+
 def illegal() -> None:
     import triton
     import triton.language as tl
@@ -169,6 +201,8 @@ if __name__ == "__main__":
         nccl_rank()
     elif what == "illegal":
         illegal()
+    elif what == "leak":
+        leak()
     elif what == "trace":
         trace(sys.argv[2])
     else:

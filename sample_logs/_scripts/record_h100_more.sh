@@ -2,12 +2,25 @@
 # Second batch recorded on the lent H100 (see record_h100.py): a real illegal memory access from a
 # Triton kernel, and nvidia-smi's other outputs (-q, -q -x, dmon, pmon) taken while a job runs.
 # From the repo root there:  sh sample_logs/_scripts/record_h100_more.sh "$OUT"   (add `trace` for the
-# Kineto trace alone).
+# Kineto trace alone, `leak` for the leaking loop with dmon beside it).
 out=${1:?output folder}
 here=$(cd "$(dirname "$0")" && pwd)
 rec="$here/record_h100.py"
 work=$(mktemp -d)
 export PYTHONUNBUFFERED=1
+if [ "${2:-}" = leak ]; then
+    # The leak run, with dmon sampling every second (`-o DT`: date and time columns) beside it.
+    mkdir -p "$work/h100-memory-leak"
+    nvidia-smi dmon -s pucvmet -o DT > "$work/h100-memory-leak/dmon.log" 2>&1 &
+    mon=$!
+    python3 "$rec" leak > "$work/h100-memory-leak/train.log" 2>&1
+    echo "leak exit status $?" >&2
+    sleep 2
+    kill "$mon"
+    cp -r "$work/h100-memory-leak" "$out/"
+    ls -la "$out"/*
+    exit 0
+fi
 if [ "${2:-}" = trace ]; then
     # A Kineto trace of three bf16 steps of the tiny Llama (torch.profiler, CUDA activities).
     python3 "$rec" trace "$work/h100_llama_bf16.pt.trace.json" > "$work/trace.log" 2>&1
