@@ -80,10 +80,12 @@ def test_segments_inherit_srun_and_pdsh_labels_and_the_rank_after_them():
 
 
 def test_segments_of_an_unprefixed_line_get_nothing():
-    # Near miss: a bar's own `desc: ` is not a host, and a line without a prefix gives its segments none.
-    df, _ = L._frame(redraws("").encode() + b"\nEpoch-1: \r 10%|#  | 1/10", 1, L.ReadStats())
+    # Near miss: a line without a prefix gives its segments none, and a bar whose `desc: ` has a host's shape
+    # (`Epoch-1`) repeats it in every redraw itself: no segment gets it twice.
+    bar2 = "Epoch-1:  10%|#  | 1/10\rEpoch-1:  20%|## | 2/10"
+    df, _ = L._frame(redraws("").encode() + b"\n" + bar2.encode(), 1, L.ReadStats())
     assert df.select("seg", "text").rows()[1:3] == [(1, BAR.format(n=6567, loss=6.78)), (2, BAR.format(n=6568, loss=6.77))]
-    assert df.filter(pl.col("line") == 2).get_column("text").to_list() == ["Epoch-1:", "Epoch-1:  10%|#  | 1/10"]
+    assert df.filter(pl.col("line") == 2).get_column("text").to_list() == bar2.split("\r")
 
 
 def test_a_line_counter_copied_onto_segments_is_not_an_mpi_label(tmp_path):
