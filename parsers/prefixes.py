@@ -54,8 +54,8 @@ RAY_REPEATED = r" \[repeated \d+x across cluster\]$"
 # (`  | 2024-08-23T22:22:50.870Z | `). The `T` and the zone tell it from a program's own ISO stamp (which keeps
 # its record prefix reading, `iso` below). It is true UTC, so it is the line's time even where the child's
 # record prefix has a (zone-less, often local) stamp of its own. A stamp followed by ` - ` or ` | ` is the
-# program's own record prefix (`iso`): the character after the space is matched and given back (`${next}`).
-COLLECTOR_TS = r"^(?:\s*\| )?(?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) )?(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}))(?: \| | (?P<next>[^|-]|$))"
+# program's own record prefix (`iso`): the character after the space is matched but not cut (`pre` is cut).
+COLLECTOR_TS = r"^(?P<pre>(?:\s*\| )?(?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) )?(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}))(?: \| | ))(?:[^|-]|$)"
 # A zoned stamp followed by a bare level word is the program's own record prefix, not a collector's: Python logging
 # with `%(asctime)s %(levelname)-8s %(message)s` and an ISO datefmt (Katib's mxnet-mnist trial, kubeflow/katib#1182:
 # `2020-05-08T01:42:02Z INFO     Epoch[0] Train-accuracy=0.918777`). Such a line is left to `iso` (which cuts the
@@ -156,7 +156,10 @@ def _parse_iso_series(iso: pl.Series) -> pl.Series:
     if iso.null_count() == iso.len():
         return _nulls(iso.len(), pl.Datetime("us", "UTC"), iso.name)
     if iso.str.contains(_ZONE_RE).any():
-        return iso.to_frame("iso").select(parse_iso(pl.col("iso"))).to_series().alias(iso.name)
+        if iso.str.contains(r"[+-]\d{2}:?\d{2}$").any():
+            return iso.to_frame("iso").select(parse_iso(pl.col("iso"))).to_series().alias(iso.name)
+        # `Z` only (collectors' RFC3339 stamps): already UTC, the naive parse below reads the rest.
+        iso = iso.str.strip_suffix("Z")
     # No zone suffix anywhere: parse_iso reduces to the naive parse (same formats, same fallbacks).
     base = iso.str.replace(r"(\.\d{6})\d+$", "$1") if iso.str.contains(r"\.\d{7}").any() else iso
     naive = base.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
@@ -301,15 +304,18 @@ def _peel_paste_and_labels(msg: pl.Series, year: int, lines: pl.Series | None = 
             stamp = pl.select(pl.coalesce(_parse_iso_series(iso.str.replace("T", " ", literal=True)), old)).to_series()
             msg = msg.str.replace(JOURNAL, "")
     if maybe and msg.str.contains(COLLECTOR_QUICK).any():
-        found = msg.str.extract(COLLECTOR_TS, 1)
-        own = msg.str.contains(OWN_ZONED_LEVEL) if found.is_not_null().any() else None
-        if own is not None and own.any():
-            found = found.zip_with(~own, _nulls(n, pl.String))
+        # One capturing pass gives the stamp and the prefix to cut (its length: a slice, not a second regex pass).
+        groups = msg.str.extract_groups(COLLECTOR_TS)
+        found, pre = groups.struct.field("ts"), groups.struct.field("pre")
+        if found.is_not_null().any():
+            own = msg.str.contains(OWN_ZONED_LEVEL)
+            if own.any():
+                found = found.zip_with(~own, _nulls(n, pl.String))
+                pre = pre.zip_with(~own, _nulls(n, pl.String))
         if found.is_not_null().any():
             outer = _parse_iso_series(found.str.replace("T", " ", literal=True))
             stamp = outer if stamp is None else pl.select(pl.coalesce(stamp, outer)).to_series()
-            cut = msg.str.replace(COLLECTOR_TS, "${next}")
-            msg = cut if own is None or not own.any() else msg.zip_with(own, cut)
+            msg = msg.str.slice(pre.str.len_chars().fill_null(0))
             first = msg.str.slice(0, 1)
     if first.is_in(list(" 0123456789")).sum() * 2 >= n and _labels(msg, SRUN_LABEL, lines=lines) is not None:
         # srun's task id: a rank only when srun starts one task per GPU (with torchrun per node it is the
