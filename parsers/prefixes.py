@@ -69,6 +69,12 @@ JOURNAL = r"^(?:([A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}) [\w.-]+ [^\s:\[\]]+(?:
 # `voice-clone  | `). Told from text by how many lines share it (see _peel_paste_and_labels); the replica
 # number is not a rank.
 COMPOSE_LABEL = r"^([A-Za-z0-9][\w.-]*) +\| "
+# `gh run view --log` (GitHub Actions): the job and the step, each followed by a tab, before the runner's raw line
+# (`quality (node 24)\tRun npm test\t2026-08-14T05:58:44.3460626Z ##[group]Run npm test`). The continuation lines of
+# a multi-line entry have the columns but no stamp. Columns are cut where the same job/step pair is seen before a
+# runner stamp on some line of the frame (a tab-separated table row never is).
+GH_COLUMNS = r"^([^\t]+\t[^\t]*\t)"
+GH_STAMPED = r"^([^\t]+\t[^\t]*\t)\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{1,9}Z "
 # Anchored tests without captures that every line of these forms passes (cheap gates for the capturing passes).
 JOURNAL_QUICK = r"^(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} |\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\S* \S+ \S+: )"
 COLLECTOR_QUICK = r"^(?:\s*\| )?(?:[A-Z]+ )?\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}"
@@ -282,6 +288,12 @@ def _peel_paste_and_labels(msg: pl.Series, year: int, lines: pl.Series | None = 
     quoted = msg.str.starts_with(">")
     if quoted.sum() * 5 >= n * 3:
         msg = msg.str.replace(QUOTE_MARK, "")
+    if msg.str.contains("\t20", literal=True).any():  # a tab right before a stamp's year (a cheap literal gate)
+        proven = msg.str.extract(GH_STAMPED, 1).drop_nulls().unique()
+        if proven.len():
+            cols = msg.str.extract(GH_COLUMNS, 1)
+            is_gh = cols.is_in(proven.implode()).fill_null(False)
+            msg = msg.zip_with(~is_gh, msg.str.slice(cols.str.len_chars().fill_null(0)))
     first = msg.str.slice(0, 1)
     stamp: pl.Series | None = None
     rank: pl.Series | None = None

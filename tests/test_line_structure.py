@@ -293,3 +293,30 @@ def test_exception_line_inside_a_stamped_block_takes_its_time(tmp_path):
     ev = frame(ingest_text(tmp_path, text), "events").sort("line", "code")
     ts = at(2025, 9, 8, 12, 19, 22, 208000)
     assert ev.select("line", "ts", "code").rows() == [(2, ts, "python_traceback"), (9, ts, "cuda_oom")]
+
+
+# --- 3. GitHub Actions logs as `gh run view --log` prints them --------------------------------------------------
+
+# A CI triage note quoting `gh run view --log` (code index): job, step, then the runner's line; the
+# continuation lines of the failing assertion have the columns and no stamp.
+GH_RUN_LOG = [
+    "integration (node 24)\tRun npm run test:integration\t2026-08-14T05:58:44.3721294Z ##[error]AssertionError: expected "
+    "'error' to be 'blocked' // Object.is equality",
+    'integration (node 24)\tRun npm run test:integration\tExpected: "blocked"',
+    "integration (node 24)\tRun npm run test:integration\t2026-08-14T05:58:44.4144007Z ##[error]Process completed with "
+    "exit code 1.",
+]
+
+
+def test_gh_run_log_columns_are_cut_and_the_runner_stamp_read():
+    assert split(*GH_RUN_LOG) == [
+        (None, at(2026, 8, 14, 5, 58, 44, 372129), "##[error]AssertionError: expected 'error' to be 'blocked' // Object.is equality"),
+        (None, None, 'Expected: "blocked"'),
+        (None, at(2026, 8, 14, 5, 58, 44, 414400), "##[error]Process completed with exit code 1."),
+    ]
+
+
+def test_tab_separated_rows_are_not_gh_columns():
+    # Near miss: HF Trainer's notebook table pasted as text (tests/test_metrics_issues3.py): tabs, no runner stamp.
+    lines = ["Epoch\tTraining Loss\tValidation Loss\tWer", "1\t2.345600\t1.234567\t0.95"]
+    assert [m for _, _, m in split(*lines)] == lines
