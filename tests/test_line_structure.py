@@ -320,3 +320,15 @@ def test_tab_separated_rows_are_not_gh_columns():
     # Near miss: HF Trainer's notebook table pasted as text (tests/test_metrics_issues3.py): tabs, no runner stamp.
     lines = ["Epoch\tTraining Loss\tValidation Loss\tWer", "1\t2.345600\t1.234567\t0.95"]
     assert [m for _, _, m in split(*lines)] == lines
+
+
+def test_report_row_event_takes_the_reports_time(tmp_path):
+    # lzhxmu/CPPO#6 (tests/recordings/issues): the `traceback : Signal 9 ...` row's event has no stamp of its own; the
+    # report's `time` row (the agent host's local time, read as UTC) gives it, with the report's rank.
+    from tests.conftest import ROOT
+
+    text = (ROOT / "tests" / "recordings" / "issues" / "cppo_6_child_failed_sigkill.log").read_text(encoding="utf-8")
+    ev = frame(ingest_text(tmp_path, text), "events").filter(pl.col("line") >= 10).sort("line")
+    ts = at(2025, 5, 21, 15, 43, 3)
+    assert ev.select("line", "ts", "rank", "code").rows() == [
+        (10, ts, 0, "torchrun_child_failed_report"), (24, ts, 0, "torchrun_worker_signal")]
