@@ -17,7 +17,7 @@ import numpy as np
 import orjson
 import polars as pl
 
-from parsers.prefixes import ANY_LOG_PREFIX, RAY_REPEATED
+from parsers.prefixes import ANY_LOG_PREFIX, RAY_REPEATED, split_prefixes
 from parsers.signatures import SCHEMA
 
 NEEDLES = ["Traceback (most recent call last)", "Exception raised from", "Root Cause", "NVIDIA-SMI "]
@@ -630,6 +630,10 @@ def _entry_fields(entry: dict) -> dict:
 
 
 def _parse_time(text: str | None) -> dt.datetime | None:
+    """The report row's `time`: torchrun prints `datetime.fromtimestamp(ts).isoformat(sep="_")` (ProcessFailure.
+    timestamp_isoformat), the agent host's LOCAL time with no zone. Like every zone-less stamp it is read as UTC
+    (the host's zone is not in the log); it is still the failure's own time, so it wins over the stamp of the
+    line the report is printed on (printed later, and often a stamp of the same zone-less kind)."""
     if not text:
         return None
     try:
@@ -744,6 +748,41 @@ def _smi_tables(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
     return events
 
 
+# The record an exception block belongs to when it is printed right under it: Python logging's `logger.exception` /
+# `exc_info=True` (`... - ERROR - Training failed: ...` then `Traceback ...`), c10's `[E ...]` / glog `E0626 ...` record
+# whose message ends where the C++ dump starts. Read in the prefix that split_prefixes cut off the record.
+_ERROR_RECORD = re.compile(r"(?<![A-Za-z])(?:ERROR|CRITICAL|FATAL|EXCEPTION)(?![A-Za-z])|^\[?[EF](?:\d{3,4} | )")
+
+
+def _stamp_from_record_above(frame: pl.DataFrame, rows: list[dict], year: int) -> None:
+    """Give a block event without a time the stamp of the error record on the line right above its first line.
+
+    A traceback or dump has no stamp of its own; the record that announced it has (the same moment). Only the
+    line right above counts, only an error-level record, and only of the same rank where both name one. The
+    few lines looked at are prefix-split together (one per block event, never all lines).
+    """
+    need = [r for r in rows if r["ts"] is None and r["line"] > 1]
+    if not need:
+        return
+    lines = frame.get_column("line").to_numpy()
+    at = np.searchsorted(lines, np.asarray([r["line"] for r in need], dtype=lines.dtype)) - 1
+    ok = at >= 0
+    if not ok.any():
+        return
+    above = frame.select("line", "seg", "text")[at[ok].tolist()]
+    above = split_prefixes(above, year)
+    for r, rec in zip([r for r, k in zip(need, ok, strict=True) if k], above.iter_rows(named=True), strict=True):
+        if rec["ts"] is None or rec["line"] != r["line"] - 1:
+            continue
+        text, msg = rec["text"], rec["msg"] or ""
+        head = text[: len(text) - len(msg)] if text.endswith(msg) else text
+        if not _ERROR_RECORD.search(head):
+            continue
+        if r["rank"] is not None and rec["rank"] is not None and r["rank"] != rec["rank"]:
+            continue
+        r["ts"] = rec["ts"]
+
+
 def extract(frame: pl.DataFrame, cand: pl.DataFrame, year: int) -> pl.DataFrame:
     """Block events found in one frame (`cand` holds the prefix-split candidate lines)."""
     rows = _tracebacks(frame, cand) + _notebook_tracebacks(frame, cand)
@@ -751,4 +790,5 @@ def extract(frame: pl.DataFrame, cand: pl.DataFrame, year: int) -> pl.DataFrame:
     rows += _cpp_dumps(frame, cand) + _reports(frame, cand) + _smi_tables(frame, cand)
     if not rows:
         return pl.DataFrame(schema=SCHEMA)
+    _stamp_from_record_above(frame, rows, year)
     return pl.DataFrame(rows, schema=SCHEMA).sort("line")

@@ -160,8 +160,35 @@ def _report_ranks(events: list[dict], reports: pl.DataFrame) -> None:
                 break
 
 
+def stamp_inside_blocks(ev: pl.DataFrame, blocks: pl.DataFrame) -> pl.DataFrame:
+    """Signature events with no time of their own inside a block event that has one take the block's time.
+
+    The exception line of a traceback (`torch.OutOfMemoryError: ...`) carries no stamp; the block does when
+    its first line or the error record right above it has one (parsers/blocks.py). A block of another rank
+    (ranks' tracebacks interleave) gives nothing. One as-of join, no per-event Python.
+    """
+    if ev.height == 0 or blocks.height == 0 or not ev.get_column("ts").is_null().any():
+        return ev
+    spans = blocks.filter(pl.col("ts").is_not_null()).select(
+        pl.col("line").alias("_bl"), pl.col("end_line").alias("_be"), pl.col("ts").alias("_bts"), pl.col("rank").alias("_br")
+    ).sort("_bl")
+    if spans.height == 0:
+        return ev
+    need = ev.select("line", "rank").with_row_index("_i").filter(ev.get_column("ts").is_null()).sort("line")
+    hit = need.join_asof(spans, left_on="line", right_on="_bl", strategy="backward").filter(
+        (pl.col("line") <= pl.col("_be")) & (pl.col("rank").is_null() | pl.col("_br").is_null() | (pl.col("rank") == pl.col("_br")))
+    )
+    if hit.height == 0:
+        return ev
+    return ev.with_columns(ev.get_column("ts").scatter(hit.get_column("_i"), hit.get_column("_bts")))
+
+
 def complete(frame: pl.DataFrame, ev: pl.DataFrame, blocks: pl.DataFrame) -> pl.DataFrame:
     """The signature events `ev` of one frame, completed from the lines after them and the block events."""
+    return stamp_inside_blocks(_complete(frame, ev, blocks), blocks)
+
+
+def _complete(frame: pl.DataFrame, ev: pl.DataFrame, blocks: pl.DataFrame) -> pl.DataFrame:
     if ev.height == 0:
         return ev
     partial = pl.col("fields").str.contains('"partial":"true"', literal=True)

@@ -25,10 +25,26 @@ MAX_LINE_CHARS = 64 * 1024
 # Lines that open a multi-line block; a block that starts near a chunk's end is moved to the next chunk.
 BLOCK_START = r"Traceback \(most recent call last\)|ChildFailedError|Exception raised from|NVIDIA-SMI \d|Root Cause(?: \(first observed failure\))?:"
 BLOCK_LOOKAHEAD = 4000
-# Per-line launcher prefixes that `\r` segments after the first inherit: torchrun `--tee` / `[rankN]:`,
-# Open MPI / horovod `[1,3]<stderr>:`, Ray `(RayTrainWorker pid=1193, ip=10.244.4.193) ` (parsers/prefixes.py).
-CARRY_PREFIX = r"^(?:\[(?:default|rank)\d+\]: ?|(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4})?\[\d+(?:,[^\]]*)?\]<std(?:out|err)>:|\((?:[\w.:-]+ )*(?:rank=\d+ )?pid=\d+(?:, ip=[^)\s]+)?\) )"
-CARRY_MARKS = (b"]:", b"]<std", b"pid=")
+# Per-line prefixes that `\r` segments after the first inherit: whatever relays a child's output line by line writes
+# its prefix once per physical line, in front of all the tqdm redraws on it. Outermost first (each optional, any
+# that are there in this order; see parsers/prefixes.py for each form and its source): a collector's receive time
+# (`kubectl logs --timestamps`, `docker logs -t`, GitHub Actions raw logs, a CloudWatch export's tab), docker
+# compose's `name  | ` column, journald's `Feb 22 06:35:27 host env[2827]: `, then Intel MPI `-l`'s `[3] `, srun
+# `--label`'s `3: `, pdsh's `host: ` (a host-shaped name only, as prefixes.HOST_SHAPE), then torchrun `--tee` /
+# `[rankN]:`, Open MPI / horovod `[1,3]<stderr>:`, Ray `(RayTrainWorker pid=1193, ip=10.244.4.193) `.
+_CARRY_OUTER = (
+    r"(?:\s*\| )?(?:[A-Z]+ )?\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})(?: \| |[ \t])"
+    r"|[A-Za-z0-9][\w.-]* +\| "
+    r"|(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} [\w.-]+ [^\s:\[\]]+(?:\[\d+\])?"
+    r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}) [\w.-]+ (?:kernel|[^\s:\[\]]+\[\d+\])): "
+)
+_CARRY_LABEL = r"\[\d{1,6}\] | *\d{1,5}: |(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w.]*-[\w.-]*\d[\w.-]*): "
+_CARRY_RANK = (
+    r"\[(?:default|rank)\d+\]: ?"
+    r"|(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4})?\[(?:[\w.-]+@)?\d+(?:,[^\]]*)?\]<std(?:out|err)>: ?"
+    r"|\((?:[\w.:-]+ )*(?:rank=\d+ )?pid=\d+(?:, ip=[^)\s]+)?\) "
+)
+CARRY_PREFIX = rf"^(?:{_CARRY_OUTER})*(?:{_CARRY_LABEL})*(?:{_CARRY_RANK})*"
 
 
 @dataclass
@@ -85,21 +101,23 @@ def _frame(block: bytes, first_line: int, stats: ReadStats) -> tuple[pl.DataFram
     )
     if b"\x1b" in block:
         df = df.with_columns(pl.col("text").str.replace_all(ANSI_RE, ""))
+    redrawn = None
     if b"\r" in block:
-        # CRLF endings first, then tqdm-style redraws: every `\r` starts a new segment of the same line.
+        # CRLF endings first (a Windows log has nothing else), then tqdm-style redraws.
         df = df.with_columns(pl.col("text").str.strip_suffix("\r"))
-        # A launcher writes its rank prefix once per physical line; each segment gets a copy (only
-        # looked for when the chunk holds a byte sequence such a prefix has).
-        carry = any(m in block for m in CARRY_MARKS)
-        if carry:
-            df = df.with_columns(pl.col("text").str.extract(CARRY_PREFIX, 0).alias("_pre"))
-        df = df.with_columns(pl.col("text").str.split("\r"))
+        redrawn = df.get_column("text").str.contains("\r", literal=True)
+    if redrawn is not None and redrawn.any():
+        # Every `\r` starts a new segment of the same line. A launcher or collector writes its prefix once per
+        # physical line; each segment gets a copy. The prefix is looked for on the redrawn lines only.
+        pos = redrawn.arg_true()
+        found = df.get_column("text").gather(pos).str.extract(CARRY_PREFIX, 0)
+        pre = pl.Series("_pre", [], pl.String).extend_constant(None, df.height).scatter(pos, found)
+        df = df.with_columns(pre.replace("", None), pl.col("text").str.split("\r"))
         df = df.with_columns(pl.int_ranges(0, pl.col("text").list.len(), dtype=pl.Int32).alias("seg")).explode("text", "seg")
         df = df.filter((pl.col("text").str.len_bytes() > 0) | (pl.col("seg") == 0))
-        if carry:
-            pre = pl.col("_pre")
-            add = (pl.col("seg") > 0) & pre.is_not_null() & ~pl.col("text").str.starts_with(pre.fill_null(""))
-            df = df.with_columns(pl.when(add).then(pre + pl.col("text")).otherwise(pl.col("text")).alias("text"))
+        pre = pl.col("_pre")
+        add = (pl.col("seg") > 0) & pre.is_not_null() & ~pl.col("text").str.starts_with(pre.fill_null(""))
+        df = df.with_columns(pl.when(add).then(pre + pl.col("text")).otherwise(pl.col("text")).alias("text"))
     else:
         df = df.with_columns(pl.lit(0, pl.Int32).alias("seg"))
     long = df.get_column("text").str.len_bytes() > MAX_LINE_CHARS

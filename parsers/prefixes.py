@@ -54,8 +54,14 @@ RAY_REPEATED = r" \[repeated \d+x across cluster\]$"
 # (`  | 2024-08-23T22:22:50.870Z | `). The `T` and the zone tell it from a program's own ISO stamp (which keeps
 # its record prefix reading, `iso` below). It is true UTC, so it is the line's time even where the child's
 # record prefix has a (zone-less, often local) stamp of its own. A stamp followed by ` - ` or ` | ` is the
-# program's own record prefix (`iso`): the character after the space is matched and given back (`${next}`).
-COLLECTOR_TS = r"^(?:\s*\| )?(?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) )?(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}))(?: \| | (?P<next>[^|-]|$))"
+# program's own record prefix (`iso`): the character after the space is matched but not cut (`pre` is cut).
+COLLECTOR_TS = r"^(?P<pre>(?:\s*\| )?(?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) )?(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}))(?: \| | ))(?:[^|-]|$)"
+# A zoned stamp followed by a bare level word is the program's own record prefix, not a collector's: Python logging
+# with `%(asctime)s %(levelname)-8s %(message)s` and an ISO datefmt (Katib's mxnet-mnist trial, kubeflow/katib#1182:
+# `2020-05-08T01:42:02Z INFO     Epoch[0] Train-accuracy=0.918777`). Such a line is left to `iso` (which cuts the
+# level too). vLLM's record prefix behind a collector stamp (`...Z INFO 02-22 06:35:35 [utils.py:325] `) has a digit
+# after its level and stays a collector's line.
+OWN_ZONED_LEVEL = rf"^\d{{4}}-\d{{2}}-\d{{2}}T\d{{2}}:\d{{2}}:\d{{2}}(?:\.\d{{1,9}})?(?:Z|[+-]\d{{2}}:?\d{{2}})\s+{_LVL}:?\s+[^\d\s]"
 # journald / syslog (`journalctl -u unit`, /var/log/syslog): `Feb 22 06:35:27 host env[2827]: ` (`short` output:
 # no year, local time) and `2026-08-15T14:32:10+0000 host kernel: ` (`short-iso`), before everything the unit printed.
 JOURNAL = r"^(?:([A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}) [\w.-]+ [^\s:\[\]]+(?:\[\d+\])?|(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})) [\w.-]+ (?:kernel|[^\s:\[\]]+\[\d+\])): "
@@ -63,6 +69,12 @@ JOURNAL = r"^(?:([A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}) [\w.-]+ [^\s:\[\]]+(?:
 # `voice-clone  | `). Told from text by how many lines share it (see _peel_paste_and_labels); the replica
 # number is not a rank.
 COMPOSE_LABEL = r"^([A-Za-z0-9][\w.-]*) +\| "
+# `gh run view --log` (GitHub Actions): the job and the step, each followed by a tab, before the runner's raw line
+# (`quality (node 24)\tRun npm test\t2026-08-14T05:58:44.3460626Z ##[group]Run npm test`). The continuation lines of
+# a multi-line entry have the columns but no stamp. Columns are cut where the same job/step pair is seen before a
+# runner stamp on some line of the frame (a tab-separated table row never is).
+GH_COLUMNS = r"^([^\t]+\t[^\t]*\t)"
+GH_STAMPED = r"^([^\t]+\t[^\t]*\t)\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{1,9}Z "
 # Anchored tests without captures that every line of these forms passes (cheap gates for the capturing passes).
 JOURNAL_QUICK = r"^(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} |\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\S* \S+ \S+: )"
 COLLECTOR_QUICK = r"^(?:\s*\| )?(?:[A-Z]+ )?\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}"
@@ -75,8 +87,9 @@ MPICH_LABEL = r"^\[(\d{1,6})\] "
 # at the end of the record prefix's bracket run (the lazy run stops at the first such marker).
 DS_RANK_PREFIX = rf"^\[\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d{{1,9}})?\]\s*\[{_LVL}\]\s*(?:\[[^\]]*\]\s*)*?\[(?:Rank |RANK:)(?:-1|(\d+))\]\s?"
 
-# Rank markers inside a message: ProcessGroupNCCL's `[PG 0 Rank 3]`, `[PG ID 0 PG GUID 0(default_pg) Rank 3]`.
-INNER_RANK = r"\[PG (?:ID )?\d+ (?:PG GUID \S+ )?Rank (\d+)\]|^\[Rank (\d+)\]"
+# Rank markers inside a message: ProcessGroupNCCL's `[PG 0 Rank 3]`, `[PG ID 0 PG GUID 0(default_pg) Rank 3]` (the
+# default group's only: see _PG_RANK).
+INNER_RANK = r"\[PG (?:ID )?0 (?:PG GUID \S+ )?Rank (\d+)\]|^\[Rank (\d+)\]"
 
 # (name, pattern with a `ts` group where the prefix has a time, kind of time stamp). `bracket_iso` also
 # takes Ray's C++ (spdlog) stamp `[2025-12-07 09:57:19,206 E 393463 393463]` (level, pid, thread id), and
@@ -149,7 +162,10 @@ def _parse_iso_series(iso: pl.Series) -> pl.Series:
     if iso.null_count() == iso.len():
         return _nulls(iso.len(), pl.Datetime("us", "UTC"), iso.name)
     if iso.str.contains(_ZONE_RE).any():
-        return iso.to_frame("iso").select(parse_iso(pl.col("iso"))).to_series().alias(iso.name)
+        if iso.str.contains(r"[+-]\d{2}:?\d{2}$").any():
+            return iso.to_frame("iso").select(parse_iso(pl.col("iso"))).to_series().alias(iso.name)
+        # `Z` only (collectors' RFC3339 stamps): already UTC, the naive parse below reads the rest.
+        iso = iso.str.strip_suffix("Z")
     # No zone suffix anywhere: parse_iso reduces to the naive parse (same formats, same fallbacks).
     base = iso.str.replace(r"(\.\d{6})\d+$", "$1") if iso.str.contains(r"\.\d{7}").any() else iso
     naive = base.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us")
@@ -175,8 +191,13 @@ _TS_NARROW = {
     "mmengine": r"^(\d{2}/\d{2} \d{2}:\d{2}:\d{2}) ",
     "vllm": r"^[A-Z]+ (\d{2}-\d{2} \d{2}:\d{2}:\d{2})[ .]",
 }
-# INNER_RANK without its second alternative (`^\[Rank N\]`), which RANK_PREFIX always claims first.
-_PG_RANK = r"\[PG (?:ID )?\d+ (?:PG GUID \S+ )?Rank (\d+)\]"
+# INNER_RANK without its second alternative (`^\[Rank N\]`), which RANK_PREFIX always claims first, and for the
+# default process group only. ProcessGroupNCCL's logPrefix is `[PG {uid_} Rank {rank_}] ` (2.2-2.3) and
+# `[PG ID {local_id_} PG GUID {pg_uid_}({pg_desc_}) Rank {rank_}] ` (2.4+): `rank_` is the rank within that group,
+# and the id counts the process groups the process made, so 0 is the default (world) group, whose `groupRanks()` is
+# 0..size-1. In `[PG ID 1 PG GUID 1 Rank 2]` (ROCm/ROCm#4021) or `[PG 1 Rank 5]` (deepseek-ai/DeepEP#106) the number
+# is a sub-group rank, not the global rank: such a marker names no rank of the line.
+_PG_RANK = r"\[PG (?:ID )?0 (?:PG GUID \S+ )?Rank (\d+)\]"
 
 
 def _peel_rank(msg: pl.Series, ranks: list[pl.Series], local: list[pl.Series]) -> tuple[pl.Series, bool]:
@@ -252,7 +273,7 @@ def _stamps(msg: pl.Series, year: int) -> pl.Series:
     return ts
 
 
-def _peel_paste_and_labels(msg: pl.Series, year: int) -> tuple[pl.Series, pl.Series | None, pl.Series | None]:
+def _peel_paste_and_labels(msg: pl.Series, year: int, lines: pl.Series | None = None) -> tuple[pl.Series, pl.Series | None, pl.Series | None]:
     """Remove quote marks, collector columns (compose name, receive time, journald) and task labels.
 
     Returns the text, the collector's time stamp (UTC) and the MPI rank of `mpiexec -l` labels, where found.
@@ -267,12 +288,18 @@ def _peel_paste_and_labels(msg: pl.Series, year: int) -> tuple[pl.Series, pl.Ser
     quoted = msg.str.starts_with(">")
     if quoted.sum() * 5 >= n * 3:
         msg = msg.str.replace(QUOTE_MARK, "")
+    if msg.str.contains("\t20", literal=True).any():  # a tab right before a stamp's year (a cheap literal gate)
+        proven = msg.str.extract(GH_STAMPED, 1).drop_nulls().unique()
+        if proven.len():
+            cols = msg.str.extract(GH_COLUMNS, 1)
+            is_gh = cols.is_in(proven.implode()).fill_null(False)
+            msg = msg.zip_with(~is_gh, msg.str.slice(cols.str.len_chars().fill_null(0)))
     first = msg.str.slice(0, 1)
     stamp: pl.Series | None = None
     rank: pl.Series | None = None
     # A compose name starts with a letter or digit on at least half the lines (the labelled ones), and compose
     # pads every name to one width: the bar is in the same column on every labelled line.
-    if (first.is_in(_ALNUM).sum() * 2 >= n and _labels(msg, COMPOSE_LABEL) is not None
+    if (first.is_in(_ALNUM).sum() * 2 >= n and _labels(msg, COMPOSE_LABEL, lines=lines) is not None
             and msg.str.extract(r"^([A-Za-z0-9][\w.-]* +)\| ", 1).str.len_chars().drop_nulls().n_unique() == 1):
         msg = msg.str.replace(COMPOSE_LABEL, "")
         first = msg.str.slice(0, 1)
@@ -289,38 +316,51 @@ def _peel_paste_and_labels(msg: pl.Series, year: int) -> tuple[pl.Series, pl.Ser
             stamp = pl.select(pl.coalesce(_parse_iso_series(iso.str.replace("T", " ", literal=True)), old)).to_series()
             msg = msg.str.replace(JOURNAL, "")
     if maybe and msg.str.contains(COLLECTOR_QUICK).any():
-        found = msg.str.extract(COLLECTOR_TS, 1)
+        # One capturing pass gives the stamp and the prefix to cut (its length: a slice, not a second regex pass).
+        groups = msg.str.extract_groups(COLLECTOR_TS)
+        found, pre = groups.struct.field("ts"), groups.struct.field("pre")
+        if found.is_not_null().any():
+            own = msg.str.contains(OWN_ZONED_LEVEL)
+            if own.any():
+                found = found.zip_with(~own, _nulls(n, pl.String))
+                pre = pre.zip_with(~own, _nulls(n, pl.String))
         if found.is_not_null().any():
             outer = _parse_iso_series(found.str.replace("T", " ", literal=True))
             stamp = outer if stamp is None else pl.select(pl.coalesce(stamp, outer)).to_series()
-            msg = msg.str.replace(COLLECTOR_TS, "${next}")
+            msg = msg.str.slice(pre.str.len_chars().fill_null(0))
             first = msg.str.slice(0, 1)
-    if first.is_in(list(" 0123456789")).sum() * 2 >= n and _labels(msg, SRUN_LABEL) is not None:
+    if first.is_in(list(" 0123456789")).sum() * 2 >= n and _labels(msg, SRUN_LABEL, lines=lines) is not None:
         # srun's task id: a rank only when srun starts one task per GPU (with torchrun per node it is the
         # node), so it is cut and not kept.
         msg = msg.str.replace(SRUN_LABEL, "")
     elif maybe and (first == "[").sum() * 2 >= n and msg.str.contains(MPICH_LABEL).any():
         # MPI ranks print a line or two each where a paste's line counter never repeats: one repeated label is enough.
-        labels = _labels(msg, MPICH_LABEL, per_label=1.01)
+        labels = _labels(msg, MPICH_LABEL, per_label=1.01, lines=lines)
         if labels is not None:
             rank = labels.cast(pl.Int32, strict=False)
             msg = msg.str.replace(MPICH_LABEL, "")
     return msg, stamp, rank
 
 
-def _labels(msg: pl.Series, pattern: str, per_label: float = 2) -> pl.Series | None:
+def _labels(msg: pl.Series, pattern: str, per_label: float = 2, lines: pl.Series | None = None) -> pl.Series | None:
     """Group 1 of `pattern` on each row when the frame is labelled by it (see _peel_paste_and_labels), else None.
 
-    Labelled: at least half the rows, and on average at least `per_label` rows per distinct label.
+    Labelled: at least half the rows, and on average at least `per_label` rows per distinct label. Rows are
+    counted once per physical line (`lines`): the `\r` segments of a line carry copies of its prefix
+    (parsers/lines.py), which would make a paste's line counter on a tqdm line look like a repeated label.
     """
     labels = msg.str.extract(pattern, 1)
-    labelled = labels.is_not_null().sum()
-    if labelled * 2 >= msg.len() and labelled >= 2 and labelled >= per_label * labels.drop_nulls().n_unique():
+    counted, total = labels, msg.len()
+    if lines is not None and lines.len() > 1 and lines.n_unique() < lines.len():
+        firsts = lines.is_first_distinct()
+        counted, total = labels.filter(firsts), int(firsts.sum())
+    labelled = counted.is_not_null().sum()
+    if labelled * 2 >= total and labelled >= 2 and labelled >= per_label * counted.drop_nulls().n_unique():
         return labels
     return None
 
 
-def _peel_launchers(msg: pl.Series, year: int) -> tuple[pl.Series, pl.Series | None, pl.Series | None, pl.Series | None]:
+def _peel_launchers(msg: pl.Series, year: int, lines: pl.Series | None = None) -> tuple[pl.Series, pl.Series | None, pl.Series | None, pl.Series | None]:
     """Remove collector, Ray/SkyPilot, MPI/horovod and pdsh prefixes.
 
     Also returns the rank they name, the collector's stamp (which wins over the child's) and Open MPI's
@@ -328,7 +368,7 @@ def _peel_launchers(msg: pl.Series, year: int) -> tuple[pl.Series, pl.Series | N
     when a cheap literal test says a row may hold them; pdsh's only on the rows that start with `word: `.
     """
     stamp: pl.Series | None = None
-    msg, outer, rank = _peel_paste_and_labels(msg, year)
+    msg, outer, rank = _peel_paste_and_labels(msg, year, lines)
     # Ray and SkyPilot relay other launchers' output (mpirun on a SkyPilot head): their tags are outermost.
     if msg.str.starts_with("(").any():
         found = msg.str.extract(RAY_PREFIX, 1).cast(pl.Int32, strict=False)
@@ -380,7 +420,8 @@ def split_prefixes(df: pl.DataFrame, year: int) -> pl.DataFrame:
     ranks: list[pl.Series] = []
     local: list[pl.Series] = []  # torchrun `[defaultN]:` (local ranks): used only where nothing else names one
     # Launchers relay each child's lines with their own prefix in front of everything else.
-    msg, launcher_rank, outer_ts, launcher_ts = _peel_launchers(msg, year)
+    lines = df.get_column("line") if "line" in df.columns else None
+    msg, launcher_rank, outer_ts, launcher_ts = _peel_launchers(msg, year, lines)
     # Rank prefixes may stack (`[default0]:[rank0]: `), so peel twice.
     msg, more = _peel_rank(msg, ranks, local)
     if more:

@@ -229,7 +229,12 @@ def _apply(rows: pl.DataFrame, sig: Signature) -> pl.DataFrame:
     rank = pl.coalesce("rank", pl.col("text").str.extract(RANK_IN_LINE, 1).cast(pl.Int32, strict=False))
     if "rank" in names:
         # The prefix splitter peels a leading `[Rank N] `; keep the rank in the fields all the same.
-        rank = pl.coalesce(rank, pl.col("f_rank").cast(pl.Int32, strict=False))
+        named = pl.col("f_rank").cast(pl.Int32, strict=False)
+        if "pg" in names:
+            # ProcessGroupNCCL's `Rank N` of a group other than the default one (`pg` 0) is a rank within that
+            # group, not a global rank (see prefixes._PG_RANK): it stays in the fields only.
+            named = pl.when(pl.col("f_pg").fill_null("0") == "0").then(named)
+        rank = pl.coalesce(rank, named)
         rows = rows.with_columns(pl.coalesce("f_rank", pl.col("rank").cast(pl.String)).alias("f_rank"))
     step = pl.col("f_step").cast(pl.Int64, strict=False) if "step" in names else pl.lit(None, pl.Int64)
     ts = pl.col("ts")
