@@ -140,3 +140,14 @@ def test_kineto_trace_of_torch_2_11_on_h100():
     # The console beside it: `step N loss X` lines.
     loss = frame(run, "metrics").filter(pl.col("name") == "loss").sort("step")
     assert loss.select("step", "value").rows() == [(1, 10.482), (2, 10.1885), (3, 9.9595), (4, 9.7288), (5, 9.4753)]
+
+
+def test_leak_confirms_the_ooms_growth_cause():
+    from forensics.context import Context
+    from forensics.engine import analyze
+
+    a = analyze(Context(ingest(SAMPLES / "memory-leak-h100")))
+    oom = next(f for f in a.findings if f.id == "cuda-oom")
+    assert oom.explained_by == ["memory-leak"]
+    # Its own numbers fit "demand above capacity" too (98 MiB free for 128 MiB), but the leak proves growth.
+    assert [c.cause.id for c in oom.causes][:2] == ["memory_growth", "demand_above_capacity"]
