@@ -62,7 +62,7 @@ def _rx_escape(text: str) -> str:
     return "".join("\\" + c if c in r"\.+*?()|[]{}^$#&-~" else c for c in text)
 
 
-def _prefix_pattern(prefix: str) -> str | None:
+def prefix_pattern(prefix: str) -> str | None:
     """A regex for a prefix that carries a time stamp (which changes from line to line), else None."""
     if not _TIME_TOKEN.search(prefix):
         return None
@@ -87,7 +87,7 @@ def _view(text: pl.Series, starts: list[int], prefix: str, force: dict[int, str]
     np.add.at(delta, np.minimum(s + WINDOW, n), -1)
     rows = np.flatnonzero(np.cumsum(delta)[:n] > 0)
     sub = text.gather(rows)
-    pattern = _prefix_pattern(prefix)
+    pattern = prefix_pattern(prefix)
     if pattern is not None:
         keep = sub.str.contains(pattern)
         body = sub.str.replace(pattern, "")
@@ -235,7 +235,7 @@ def _tracebacks(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
             continue  # a torchrun report's child call stack (part of that block) / an IPython traceback
         pos = row["_pos"]
         nxt = str(text[pos + 1]) if pos + 1 < len(text) else ""
-        pattern = _prefix_pattern(prefix)
+        pattern = prefix_pattern(prefix)
         if pattern is not None and not re.match(pattern, nxt):
             prefix = ""  # a time-stamped record prefix on the opener only (logger.exception)
         elif prefix and pattern is None and not nxt.startswith(prefix):

@@ -15,6 +15,7 @@ import orjson
 import polars as pl
 
 from parsers import signatures
+from parsers.blocks import prefix_pattern
 from parsers.prefixes import ANY_LOG_PREFIX
 
 # Events whose message may go on in the rows after it (the NCCL error-detail lines).
@@ -28,7 +29,6 @@ _LAST_INLINE = re.compile(r" Last error: (?P<detail>.+?)\s*$")
 # traceback, a new log record, another NCCL error.
 _NOT_DETAIL = re.compile(rf"^(?:Exception raised from|Traceback \(|frame #\d|nccl\w+Error: |terminate called)|{ANY_LOG_PREFIX}")
 _RANKED = re.compile(r"^\[(?:rank|default)\d+\]:")
-_TIME_TOKEN = re.compile(r"\d{4}-\d{2}-\d{2}[T _]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?|\d{2}:\d{2}:\d{2}(?:[.,]\d+)?")
 _REPORT_PIDS = ("torchrun_worker_signal",)
 # vLLM's record prefix (`ERROR 04-07 00:57:46 ray_utils.py:45] `), which the prefix splitter leaves on the
 # message: part of the stream's prefix here, since each detail line repeats it.
@@ -48,15 +48,8 @@ def _full_forms() -> dict[str, list[tuple[re.Pattern, dict]]]:
 
 def _prefix_re(prefix: str) -> re.Pattern | None:
     """A pattern for a prefix whose time stamp changes from line to line, else None."""
-    if not _TIME_TOKEN.search(prefix):
-        return None
-    out, last = [], 0
-    for m in _TIME_TOKEN.finditer(prefix):
-        out.append(re.escape(prefix[last : m.start()]))
-        out.append(re.sub(r"\d", r"\\d", re.escape(m.group())))
-        last = m.end()
-    out.append(re.escape(prefix[last:]))
-    return re.compile("".join(out))
+    pattern = prefix_pattern(prefix)
+    return re.compile(pattern) if pattern is not None else None
 
 
 def _stream(text: pl.Series, pos: int, prefix: str, want: int) -> list[tuple[int, str]]:

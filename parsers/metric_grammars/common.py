@@ -75,6 +75,17 @@ def split_pairs(df: pl.DataFrame, text: pl.Expr, item_sep: str, kv_sep: str) -> 
     return kv.with_columns(pl.col("key").str.strip_chars()).filter(pl.col("val").is_not_null())
 
 
+def pairs_after_step(df: pl.DataFrame, head: str, item_sep: str, kv_sep: str) -> pl.DataFrame:
+    """`split_pairs` of the text after a line's step marker, with `step` from it.
+
+    `head` is a regex whose group 1 is the step (`\\bstep:(\\d+) - `); everything up to the end of its
+    match is cut before the items are split.
+    """
+    step = pl.col("msg").str.extract(head, 1).cast(pl.Int64, strict=False)
+    body = pl.col("msg").str.replace(r"^.*?" + head, "")
+    return split_pairs(df.with_columns(step.alias("step")), body, item_sep, kv_sep)
+
+
 def snake(expr: pl.Expr) -> pl.Expr:
     """Lower-case a raw metric name and join its words with `_` (`lm loss` -> `lm_loss`)."""
     return expr.str.strip_chars().str.to_lowercase().str.replace_all(r"\s+", "_")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from parsers.metric_grammars.common import Grammar, canonical_of, num, shape, split_pairs
+from parsers.metric_grammars.common import Grammar, canonical_of, num, pairs_after_step, shape
 
 MATCH = r"\biteration: \d+ / \d+ \| [a-z_]+: "
 NAMES = {
@@ -32,9 +32,7 @@ BYTES = ["cuda_memory_allocated", "cuda_max_memory_reserved"]
 
 def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     """` | key: value` items after `iteration: N / M`, human-format suffixes expanded."""
-    step = pl.col("msg").str.extract(r"\biteration: (\d+) / ", 1).cast(pl.Int64, strict=False)
-    body = pl.col("msg").str.replace(r"^.*?\biteration: \d+ / \d+ \| ", "")
-    kv = split_pairs(df.with_columns(step.alias("step")), body, " | ", ": ")
+    kv = pairs_after_step(df, r"\biteration: (\d+) / \d+ \| ", " | ", ": ")
     val = pl.col("val").str.strip_chars()
     suffix = val.str.extract(r"\d([KMGTP])$", 1)
     factor = suffix.replace_strict(SUFFIX, default=1.0, return_dtype=pl.Float64).fill_null(1.0)

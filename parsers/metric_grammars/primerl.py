@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from parsers.metric_grammars.common import Grammar, canonical_of, num, shape, split_pairs
+from parsers.metric_grammars.common import Grammar, canonical_of, num, pairs_after_step, shape
 
 MATCH = r"(?:^|\s)Step \d+ \| Time: [\d.]+s \| "
 NAMES = {"grad._norm": "grad_norm", "throughput": "tokens_per_s", "time": "step_time_ms", "max_vio": "max_vio"}
@@ -18,9 +18,7 @@ NAMES = {"grad._norm": "grad_norm", "throughput": "tokens_per_s", "time": "step_
 
 def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     """` | Key: value` items after `Step N`."""
-    step = pl.col("msg").str.extract(r"(?:^|\s)Step (\d+) \| ", 1).cast(pl.Int64, strict=False)
-    body = pl.col("msg").str.replace(r"^.*?(?:^|\s)Step \d+ \| ", "")
-    kv = split_pairs(df.with_columns(step.alias("step")), body, " | ", ": ")
+    kv = pairs_after_step(df, r"(?:^|\s)Step (\d+) \| ", " | ", ": ")
     val = pl.col("val").str.strip_chars()
     first = val.str.extract(r"^([-+\w.]+)", 1)
     # `5.2/23.7 GiB (22.1%)`: the peak, and its share of the device in the brackets.

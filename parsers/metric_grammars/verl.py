@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from parsers.metric_grammars.common import Grammar, num, shape, split_pairs
+from parsers.metric_grammars.common import Grammar, num, pairs_after_step, shape
 
 MATCH = r"(?:^|\s)step:\d+ - [\w/@.()-]+:"
 NAMES = {
@@ -37,9 +37,7 @@ SCALE = {"mfu": 100.0, "mem_max_mib": 1024.0, "mem_max_reserved_mib": 1024.0, "h
 
 def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     """` - key:value` items after `step:N`."""
-    step = pl.col("msg").str.extract(r"\bstep:(\d+) - ", 1).cast(pl.Int64, strict=False)
-    body = pl.col("msg").str.replace(r"^.*?\bstep:\d+ - ", "")
-    kv = split_pairs(df.with_columns(step.alias("step")), body, " - ", ":")
+    kv = pairs_after_step(df, r"\bstep:(\d+) - ", " - ", ":")
     kv = kv.filter(pl.col("key") != "training/global_step")
     has_loss = (pl.col("key") == "actor/loss").any().over("_i")
     name = (
