@@ -30,7 +30,8 @@ MAX_TEXT_CHARS = 32_000
 
 _TB = "Traceback (most recent call last)"
 # The opener; a progress-bar redraw may be glued after it (`...call last):     | 4/84 [00:52<17:32, ...]`).
-_TB_START = re.compile(r"(?<!Original )Traceback \(most recent call last\)")
+# PaddlePaddle's `C++ Traceback (most recent call last):` heads a C++ frame list, not a Python traceback.
+_TB_START = re.compile(r"(?<!Original )(?<!C\+\+ )Traceback \(most recent call last\)")
 _CPP_START = re.compile(r"Exception raised from (?P<function>\S+) at (?P<file>.+?):(?P<line>\d+) \(most recent call first\):")
 _REPORT_START = re.compile(r"^(?P<prefix>.*?)Root Cause(?: \(first observed failure\))?:\s*$")
 _SMI_START = re.compile(r"^(?P<prefix>.*?)\|\s*NVIDIA-SMI (?P<smi>\d[\w.]*)")

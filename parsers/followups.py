@@ -1,5 +1,5 @@
 """Signature events completed from the lines around them: NCCL `Last error:` details, messages a paste
-wrapped onto two lines, and the ranks of torchrun report rows.
+wrapped onto two lines, the ranks of torchrun report rows, and the two lines of an old kernel's OOM kill.
 
 The signature table matches one line at a time; a few messages carry their meaning on the next
 line(s). Only the (sparse) events that can have such a continuation are looked at, so Python
@@ -160,10 +160,45 @@ def _report_ranks(events: list[dict], reports: pl.DataFrame) -> None:
                 break
 
 
+def _merge_oom_pairs(ev: pl.DataFrame) -> pl.DataFrame:
+    """One event per OOM kill: a kernel's second line (`Killed process N (x) total-vm:...`, form killed_line) is
+    merged into the `Out of memory: Kill process N (x) score S or sacrifice child` line just before it."""
+    if not ev.filter(pl.col("fields").str.contains('"form":"killed_line"', literal=True)).height:
+        return ev
+    ev = ev.with_row_index("_i")
+    oom = ev.filter(pl.col("code") == "host_oom_killed").with_columns(signatures.field_expr("pid").alias("_pid"))
+    second = oom.filter(pl.col("fields").str.contains('"form":"killed_line"', literal=True))
+    first = oom.filter(~pl.col("fields").str.contains('"form":"killed_line"', literal=True))
+    pairs = second.join(first.select("_pid", pl.col("_i").alias("_first"), pl.col("line").alias("_fl")), on="_pid")
+    pairs = pairs.filter((pl.col("line") > pl.col("_fl")) & (pl.col("line") - pl.col("_fl") <= 3))
+    if pairs.height == 0:
+        return ev.drop("_i")
+    pairs = pairs.unique("_i", keep="first")
+    merged = {}
+    for r in pairs.iter_rows(named=True):
+        merged[r["_first"]] = (orjson.loads(r["fields"]), r["line"])
+    out = []
+    drop = set(pairs.get_column("_i").to_list())
+    for r in ev.iter_rows(named=True):
+        if r["_i"] in drop:
+            continue
+        if r["_i"] in merged:
+            extra, end = merged[r["_i"]]
+            f = orjson.loads(r["fields"])
+            for k in ("total_vm", "anon_rss"):
+                if k in extra and k not in f:
+                    f[k] = extra[k]
+            r["fields"] = orjson.dumps(f).decode()
+            r["end_line"] = end
+        out.append(r)
+    return pl.DataFrame(out, schema=ev.schema).drop("_i")
+
+
 def complete(frame: pl.DataFrame, ev: pl.DataFrame, blocks: pl.DataFrame) -> pl.DataFrame:
     """The signature events `ev` of one frame, completed from the lines after them and the block events."""
     if ev.height == 0:
         return ev
+    ev = _merge_oom_pairs(ev)
     partial = pl.col("fields").str.contains('"partial":"true"', literal=True)
     in_report = pl.col("code").is_in(list(_REPORT_PIDS)) & pl.col("rank").is_null()
     reports = blocks.filter(pl.col("code") == "torchrun_child_failed_report") if blocks.height else blocks

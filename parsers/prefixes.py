@@ -83,7 +83,9 @@ INNER_RANK = r"\[PG (?:ID )?\d+ (?:PG GUID \S+ )?Rank (\d+)\]|^\[Rank (\d+)\]"
 # Megatron's own ` [2025-03-01 10:00:00.123456] iteration ...` (its log string starts with a space).
 LOG_PREFIXES: list[tuple[str, str, str]] = [
     # Also SageMaker debugger's `[2020-06-20 21:49:37.529 algo-1:67 INFO utils.py:25] ` (host:pid level file:line).
-    ("bracket_iso", rf"^ ?\[(?P<ts>\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d{{1,9}})?)(?: [A-Z] \d+ \d+| [\w.-]+:\d+ {_LVL} [^\]\s]+:\d+)?\]\s*(?:\[{_LVL}\]\s*(?:\[[^\]]*\]\s*)*|[\w.]+: \[{_LVL}\]\s*)?", "ymd"),
+    # The bracket run after the level never takes a bracket that opens with a quote: that is a Python list the
+    # message starts with (DeepSpeed's `['/usr/bin/python3', '-u', ...] exits with return code = -9`).
+    ("bracket_iso", rf"^ ?\[(?P<ts>\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d{{1,9}})?)(?: [A-Z] \d+ \d+| [\w.-]+:\d+ {_LVL} [^\]\s]+:\d+)?\]\s*(?:\[{_LVL}\]\s*(?:\[(?:[^\]'\x22][^\]]*)?\]\s*)*|[\w.]+: \[{_LVL}\]\s*)?", "ymd"),
     ("glog", r"^[VIWEFC](?P<ts>\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6}) +\d+ [^\]\s]+:\d+\] ", "md"),
     ("c10_new", r"^\[[VIWEFC](?P<ts>\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6,9}) [^\]\s]+:\d+\] ", "md"),
     ("c10_old", r"^\[[VIWEFC] [^\]\s]+:\d+\] ", ""),
