@@ -169,14 +169,20 @@ def _merge_oom_pairs(ev: pl.DataFrame) -> pl.DataFrame:
     oom = ev.filter(pl.col("code") == "host_oom_killed").with_columns(signatures.field_expr("pid").alias("_pid"))
     second = oom.filter(pl.col("fields").str.contains('"form":"killed_line"', literal=True))
     first = oom.filter(~pl.col("fields").str.contains('"form":"killed_line"', literal=True))
-    pairs = second.join(first.select("_pid", pl.col("_i").alias("_first"), pl.col("line").alias("_fl")), on="_pid")
-    pairs = pairs.filter((pl.col("line") > pl.col("_fl")) & (pl.col("line") - pl.col("_fl") <= 3))
+    # The same pid a few lines on, or the very next lines whatever the pid (`or sacrifice child`: a child may die).
+    pairs = second.join(first.select(pl.col("_pid").alias("_fpid"), pl.col("_i").alias("_first"), pl.col("line").alias("_fl")),
+                        how="cross")
+    gap = pl.col("line") - pl.col("_fl")
+    pairs = pairs.filter((gap > 0) & (((pl.col("_pid") == pl.col("_fpid")) & (gap <= 3)) | (gap <= 1)))
     if pairs.height == 0:
         return ev.drop("_i")
-    pairs = pairs.unique("_i", keep="first")
+    pairs = pairs.sort("_i", gap).unique("_i", keep="first").unique("_first", keep="first")
     merged = {}
     for r in pairs.iter_rows(named=True):
-        merged[r["_first"]] = (orjson.loads(r["fields"]), r["line"])
+        extra = orjson.loads(r["fields"])
+        if r["_pid"] != r["_fpid"]:
+            extra["killed_pid"], extra["killed_process"] = extra.get("pid"), extra.get("process")
+        merged[r["_first"]] = (extra, r["line"])
     out = []
     drop = set(pairs.get_column("_i").to_list())
     for r in ev.iter_rows(named=True):
@@ -185,7 +191,7 @@ def _merge_oom_pairs(ev: pl.DataFrame) -> pl.DataFrame:
         if r["_i"] in merged:
             extra, end = merged[r["_i"]]
             f = orjson.loads(r["fields"])
-            for k in ("total_vm", "anon_rss"):
+            for k in ("total_vm", "anon_rss", "killed_pid", "killed_process"):
                 if k in extra and k not in f:
                     f[k] = extra[k]
             r["fields"] = orjson.dumps(f).decode()

@@ -234,3 +234,57 @@ def test_pytorch_68643_dataloader_timed_out(tmp_path):
     ev = ingest_issue(tmp_path, "pytorch_68643_dataloader_timed_out.log")
     assert codes(ev) == [(1, "python_traceback"), (3, "dataloader_timeout")]
     assert rows(ev, "dataloader_timeout", "timeout_s") == [(3, None, "5")]
+
+
+# --- more kernel OOM forms, native crashes, NPU, accelerate -----------------------------------------
+
+
+def test_doris_3525_memcg_sacrifice_child_merges_the_killed_child(tmp_path):
+    """RHEL 7: `Kill process A ... or sacrifice child`, then `Killed process B (x), UID 0, total-vm:...` (a child)."""
+    ev = ingest_issue(tmp_path, "doris_3525_memcg_sacrifice_child_uid.log")
+    assert codes(ev) == [(1, "host_oom_killed")]
+    assert ev.get_column("end_line").to_list() == [2]
+    assert rows(ev, "host_oom_killed", "cgroup", "pid", "killed_pid", "killed_process", "total_vm", "anon_rss") == [
+        (1, None, "Memory cgroup ", "24984", "18177", "palo_be", "70347780kB", "45563572kB")]
+
+
+def test_reportportal_203_memcg_then_oom_killer_call_trace(tmp_path):
+    ev = ingest_issue(tmp_path, "reportportal_203_memcg_dmesg.log")
+    # `invoked oom-killer` and the kernel call trace are context of a kill, not kills.
+    assert codes(ev) == [(1, "host_oom_killed")]
+    assert rows(ev, "host_oom_killed", "pid", "process", "anon_rss", "uptime_s") == [
+        (1, None, "63214", "uwsgi", "164992kB", "7063.247407")]
+
+
+def test_pytorch_12857_illegal_instruction_after_repl(tmp_path):
+    ev = ingest_issue(tmp_path, "pytorch_12857_repl_illegal_instruction.log")
+    assert rows(ev, "shell_signal_exit", "signal") == [(4, None, "Illegal instruction")]
+
+
+def test_pytorch_2617_macos_signal_number(tmp_path):
+    ev = ingest_issue(tmp_path, "pytorch_2617_macos_illegal_instruction_4.log")
+    assert rows(ev, "shell_signal_exit", "signal", "signal_number") == [(2, None, "Illegal instruction", "4")]
+    assert events_of("Illegal instruction: see the docs", "Segmentation fault: 11 occurred twice").height == 0
+
+
+def test_lightning_20231_oom_message_cut_at_gpu(tmp_path):
+    ev = ingest_issue(tmp_path, "lightning_20231_oom_cut_then_tqdm.log")
+    assert rows(ev, "cuda_oom", "requested", "form") == [(3, None, "13.85 GiB", "unparsed")]
+
+
+def test_mathneuro_3_ipython_source_of_find_executable_batch_size_is_not_an_event(tmp_path):
+    ev = ingest_issue(tmp_path, "mathneuro_3_find_batch_size_source.log")
+    assert ev.filter(pl.col("code") == "accelerate_no_batch_size").height == 0
+
+
+def test_touchnet_100_npu_bracket_oom(tmp_path):
+    ev = ingest_issue(tmp_path, "touchnet_100_npu_oom.log")
+    assert codes(ev) == [(1, "cuda_oom")]
+    assert rows(ev, "cuda_oom", "device", "gpu", "requested", "capacity", "allocated", "free", "reserved",
+                "reserved_unallocated", "form") == [
+        (1, None, "NPU", "3", "5.03 GiB", "60.96 GiB", "49.47 GiB", "1.32 GiB", "57.55 GiB", "8273.92 MiB", "bracket")]
+
+
+def test_fla_npu_149_oversize_request(tmp_path):
+    ev = ingest_issue(tmp_path, "fla_npu_149_npu_oom_1eb.log")
+    assert rows(ev, "cuda_oom", "device", "requested_over", "form") == [(1, None, "NPU", "1EB", "oversize")]
