@@ -580,6 +580,8 @@ EXTRA_LINES = [
     "torch._dynamo.exc.FailOnRecompileLimitHit: recompile_limit reached with fullgraph=True. Excessive recompilations",
     "torch._dynamo.exc.Unsupported: Failed to trace builtin operator",
     "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:",
+    "RuntimeError: NPU out of memory. Tried to allocate 5.03 GiB (NPU 3; 60.96 GiB total capacity; 49.47 GiB already allocated; 49.47 GiB current active; 1.32 GiB free; 57.55 GiB reserved in total by PyTorch)",
+    "NPU out of memory. Tried to allocate more than 1EB memory",
 ]
 
 
