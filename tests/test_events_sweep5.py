@@ -288,3 +288,44 @@ def test_touchnet_100_npu_bracket_oom(tmp_path):
 def test_fla_npu_149_oversize_request(tmp_path):
     ev = ingest_issue(tmp_path, "fla_npu_149_npu_oom_1eb.log")
     assert rows(ev, "cuda_oom", "device", "requested_over", "form") == [(1, None, "NPU", "1EB", "oversize")]
+
+
+# --- DeepSpeed launcher and legacy NCCL teardown forms -------------------------------------------
+
+
+def test_dsexamples_626_segfault_exit_keeps_local_rank(tmp_path):
+    ev = ingest_issue(tmp_path, "dsexamples_626_glued_sigkill_11.log")
+    assert codes(ev) == [(4, "torchrun_closing_worker"), (5, "torchrun_closing_worker"), (6, "deepspeed_launcher_exit")]
+    assert rows(ev, "torchrun_closing_worker", "pid") == [(4, None, "94984"), (5, None, "94985")]
+    assert rows(ev, "deepspeed_launcher_exit", "exitcode", "local_rank") == [(6, None, "-11", "1")]
+
+
+def test_deepspeed_4890_pg_wrapper_detail_lines_are_not_mismatches(tmp_path):
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL logs every collective (`Running collective: ...`): no event."""
+    ev = ingest_issue(tmp_path, "deepspeed_4890_pg_wrapper_detail_info.log")
+    assert ev.height == 0
+
+
+def test_must_7_and_doclayout_22_legacy_teardown_lines(tmp_path):
+    ev = ingest_issue(tmp_path, "must_7_legacy_ops_failed_padded.log")
+    assert codes(ev) == [(1, "nccl_ops_failed"), (2, "nccl_ops_failed")]
+    ev = ingest_issue(tmp_path / "b", "doclayout_22_ops_failed_split.log")
+    assert codes(ev) == [(1, "nccl_ops_failed"), (2, "nccl_process_teardown"), (3, "nccl_ops_failed")]
+
+
+def test_navillm_34_watchdog_wrapped_at_100_columns(tmp_path):
+    ev = ingest_issue(tmp_path, "navillm_34_wrapped_watchdog.log")
+    assert rows(ev, "nccl_ops_failed") == [(1, 0)]
+    # The timeout's fields survive the wrap (`NumelO` / `ut=2`): the continuation line is joined.
+    assert rows(ev, "nccl_watchdog_timeout", "seq", "op", "numel_out", "timeout_ms", "elapsed_ms") == [
+        (6, None, "1", "ALLGATHER", "2", "600000", "600168")]
+    assert ev.filter(pl.col("code") == "nccl_watchdog_timeout").get_column("end_line").to_list() == [7]
+
+
+def test_alpaca_207_flattened_paste_keeps_every_part(tmp_path):
+    ev = ingest_issue(tmp_path, "alpaca_207_flattened_nccl_remote.log")
+    assert sorted(ev.get_column("code").to_list()) == sorted([
+        "nccl_error", "nccl_error_detail", "nccl_ib_completion_error", "nccl_ops_failed", "nccl_process_teardown",
+        "terminate_called"])
+    assert rows(ev, "nccl_error", "nccl_version") == [(1, None, "2.14.3")]
+    assert rows(ev, "nccl_ib_completion_error", "peer", "error") == [(1, None, "11.214.147.122<39138>", "12")]
