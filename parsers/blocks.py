@@ -273,7 +273,8 @@ def _traceback_event(frame: pl.DataFrame, v: _View, parts: list[dict], p: int, e
         if fm:
             fields.update(file=fm.group("file"), line=fm.group("line"), function=fm.group("function"))
     if exc_line:
-        tm = _EXC_TYPE.match(exc_line)
+        # A paste may bold the exception line in Markdown (`**RuntimeError: ...`).
+        tm = _EXC_TYPE.match(exc_line.lstrip("*"))
         fields["exc_type"] = tm.group("type") if tm else None
         # DataLoader workers re-raise with the worker's own traceback inside the message.
         msg_lines = [body[k] for k in range(last["exc"] + 1, last["end"] + 1)]

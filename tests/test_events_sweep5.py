@@ -329,3 +329,39 @@ def test_alpaca_207_flattened_paste_keeps_every_part(tmp_path):
         "terminate_called"])
     assert rows(ev, "nccl_error", "nccl_version") == [(1, None, "2.14.3")]
     assert rows(ev, "nccl_ib_completion_error", "peer", "error") == [(1, None, "11.214.147.122<39138>", "12")]
+
+
+# --- floating point exceptions, bus errors, device mismatch -------------------------------------
+
+
+def test_pytorch_44547_zsh_job_line_without_job_number(tmp_path):
+    ev = ingest_issue(tmp_path, "pytorch_44547_zsh_fpe_pid.log")
+    assert rows(ev, "shell_signal_exit", "pid", "signal", "form") == [(3, None, "20121", "floating point exception", "zsh")]
+
+
+def test_mvsnet_53_and_ssta_9_floating_point_exception(tmp_path):
+    ev = ingest_issue(tmp_path, "mvsnet_53_bash_fpe_no_space.log")
+    assert rows(ev, "shell_signal_exit", "pid", "signal") == [(1, None, "1098", "Floating point exception")]
+    ev = ingest_issue(tmp_path / "b", "ssta_9_bare_fpe.log")
+    assert codes(ev) == [(8, "shell_signal_exit")]
+
+
+def test_mmseg_1356_bold_markdown_exception_line(tmp_path):
+    ev = ingest_issue(tmp_path, "mmseg_1356_bold_bus_error.log")
+    assert codes(ev) == [(1, "dataloader_worker_bus_error"), (2, "python_traceback"), (11, "dataloader_worker_killed"),
+                         (15, "python_traceback")]
+    assert rows(ev, "dataloader_worker_killed", "pids", "signal") == [(11, None, "7579", "Bus error")]
+    assert rows(ev, "python_traceback", "exc_type")[0] == (2, None, "RuntimeError")
+
+
+def test_gdrnet_16_chinese_enumeration_marks(tmp_path):
+    ev = ingest_issue(tmp_path, "gdrnet_16_chinese_list_bus_error.log")
+    # The quoted `raise RuntimeError(...)` source line is not an event; the `、` / `。` marks do not hide the rest.
+    assert codes(ev) == [(2, "dataloader_worker_bus_error"), (3, "dataloader_worker_killed"), (5, "dataloader_worker_exited")]
+    assert rows(ev, "dataloader_worker_exited", "pids") == [(5, None, "3216")]
+
+
+def test_alignment_handbook_209_device_mismatch_in_inline_code(tmp_path):
+    ev = ingest_issue(tmp_path, "alignment_handbook_209_inline_backticks_device.log")
+    assert rows(ev, "device_mismatch", "device_a", "device_b", "argument", "method") == [
+        (1, None, "cpu", "cuda:0", "index", "wrapper_CUDA__index_select")]
