@@ -365,3 +365,38 @@ def test_alignment_handbook_209_device_mismatch_in_inline_code(tmp_path):
     ev = ingest_issue(tmp_path, "alignment_handbook_209_inline_backticks_device.log")
     assert rows(ev, "device_mismatch", "device_a", "device_b", "argument", "method") == [
         (1, None, "cpu", "cuda:0", "index", "wrapper_CUDA__index_select")]
+
+
+# --- DDP unused parameters, Intel XPU ---------------------------------------------------------------
+
+
+def test_fairchem_396_two_ranks_interleaved_on_one_line(tmp_path):
+    ev = ingest_issue(tmp_path, "fairchem_396_interleaved_ranks_unused.log")
+    assert rows(ev, "ddp_unused_parameters") == [(8, None)]
+    assert rows(ev, "python_traceback", "exc_type", "function") == [(3, None, "RuntimeError", "<module>")]
+
+
+def test_ddcap_35_one_unused_parameter_index(tmp_path):
+    ev = ingest_issue(tmp_path, "ddcap_35_unused_index_list.log")
+    assert codes(ev) == [(1, "ddp_unused_parameters"), (4, "ddp_unused_parameter_list")]
+    assert rows(ev, "ddp_unused_parameter_list", "rank", "params") == [(4, 0, "0", "1")]
+
+
+def test_physai_440_level_zero_out_of_device_memory(tmp_path):
+    ev = ingest_issue(tmp_path, "physai_440_level_zero_oom.log")
+    assert codes(ev) == [(1, "terminate_called"), (3, "cuda_oom"), (4, "fatal_python_error")]
+    assert rows(ev, "cuda_oom", "device", "ur_code", "form") == [(3, None, "XPU", "39", "unified_runtime")]
+
+
+def test_geti_1075_native_api_out_of_device_memory(tmp_path):
+    ev = ingest_issue(tmp_path, "geti_1075_native_api_oom.log")
+    assert rows(ev, "cuda_oom", "device", "status") == [(3, None, "XPU", "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY")]
+    # Other Unified Runtime failures are not memory exhaustion.
+    assert events_of("RuntimeError: Native API failed. Native API returns: 20 (UR_RESULT_ERROR_DEVICE_LOST)").filter(
+        pl.col("code") == "cuda_oom").height == 0
+
+
+def test_xpuops_1324_xpu_sentence_form_without_free_figure(tmp_path):
+    ev = ingest_issue(tmp_path, "xpuops_1324_xpu_sentence_oom.log")
+    assert rows(ev, "cuda_oom", "device", "requested", "capacity", "allocated", "reserved_unallocated", "form") == [
+        (4, None, "XPU", "512.00 MiB", "16.50 GiB", "16.50 GiB", "0 bytes", "sentence")]

@@ -582,6 +582,7 @@ EXTRA_LINES = [
     "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:",
     "RuntimeError: NPU out of memory. Tried to allocate 5.03 GiB (NPU 3; 60.96 GiB total capacity; 49.47 GiB already allocated; 49.47 GiB current active; 1.32 GiB free; 57.55 GiB reserved in total by PyTorch)",
     "NPU out of memory. Tried to allocate more than 1EB memory",
+    "level_zero backend failed with error: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)",
 ]
 
 
