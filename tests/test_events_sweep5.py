@@ -61,8 +61,25 @@ def test_pytorch_148976_mismatch_inside_torchrun_report(tmp_path):
 def test_thunder_2682_recompile_limit_block(tmp_path):
     ev = ingest_issue(tmp_path, "thunder_2682_recompile_limit.log")
     assert codes(ev) == [(1, "dynamo_recompile_limit"), (3, "dynamo_recompile_reason")]
-    assert rows(ev, "dynamo_recompile_limit", "limit_name", "limit", "frame_id") == [(1, None, "recompile_limit", "8", "0")]
+    assert rows(ev, "dynamo_recompile_limit", "limit_name", "limit", "frame_id", "function", "location") == [
+        (1, None, "recompile_limit", "8", "0", "foo", "/opt/pytorch/lightning-thunder/test_thunder_recompile.py:4")]
+    # The `function:` line is part of the warning.
+    assert ev.filter(pl.col("code") == "dynamo_recompile_limit").get_column("end_line").to_list() == [2]
     assert rows(ev, "dynamo_recompile_reason", "reason")[0][2].startswith("0/7: y == 7")
+
+
+def test_pytorch_167504_recompile_limit_names_forward(tmp_path):
+    ev = ingest_issue(tmp_path, "pytorch_167504_recompile_limit_type_id.log")
+    assert codes(ev) == [(1, "dynamo_recompile_limit"), (3, "dynamo_recompile_reason")]
+    assert rows(ev, "dynamo_recompile_limit", "function", "location") == [(1, None, "forward", "/data/users/shangdiy/pytorch/test.py:30")]
+    assert "___check_type_id" in rows(ev, "dynamo_recompile_reason", "reason")[0][2]
+
+
+def test_recompile_limit_without_function_line_keeps_one_line():
+    ev = events_of("torch._dynamo hit config.cache_size_limit (8)", "some unrelated line: function: 'x' (y)")
+    row = ev.filter(pl.col("code") == "dynamo_recompile_limit").row(0, named=True)
+    # The next line does not start with `function: '...' (...)`: it is not taken.
+    assert row["end_line"] == 1 and "function" not in json.loads(row["fields"])
 
 
 def test_pytorch_163329_fail_on_recompile_limit_hit(tmp_path):
