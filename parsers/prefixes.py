@@ -55,7 +55,8 @@ RAY_REPEATED = r" \[repeated \d+x across cluster\]$"
 # its record prefix reading, `iso` below). It is true UTC, so it is the line's time even where the child's
 # record prefix has a (zone-less, often local) stamp of its own. A stamp followed by ` - ` or ` | ` is the
 # program's own record prefix (`iso`): the character after the space is matched and given back (`${next}`).
-COLLECTOR_TS = r"^(?:\s*\| )?(?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) )?(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}))(?: \| | (?P<next>[^|-]|$))"
+# `dmesg --time-format iso` has the same shape with a comma before the fraction (`2024-04-29T14:55:41,679700+02:00 `).
+COLLECTOR_TS = r"^(?:\s*\| )?(?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) )?(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}))(?: \| | (?P<next>[^|-]|$))"
 # journald / syslog (`journalctl -u unit`, /var/log/syslog): `Feb 22 06:35:27 host env[2827]: ` (`short` output:
 # no year, local time) and `2026-08-15T14:32:10+0000 host kernel: ` (`short-iso`), before everything the unit printed.
 JOURNAL = r"^(?:([A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}) [\w.-]+ [^\s:\[\]]+(?:\[\d+\])?|(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})) [\w.-]+ (?:kernel|[^\s:\[\]]+\[\d+\])): "
@@ -293,7 +294,7 @@ def _peel_paste_and_labels(msg: pl.Series, year: int) -> tuple[pl.Series, pl.Ser
     if maybe and msg.str.contains(COLLECTOR_QUICK).any():
         found = msg.str.extract(COLLECTOR_TS, 1)
         if found.is_not_null().any():
-            outer = _parse_iso_series(found.str.replace("T", " ", literal=True))
+            outer = _parse_iso_series(found.str.replace("T", " ", literal=True).str.replace(",", ".", literal=True))
             stamp = outer if stamp is None else pl.select(pl.coalesce(stamp, outer)).to_series()
             msg = msg.str.replace(COLLECTOR_TS, "${next}")
             first = msg.str.slice(0, 1)

@@ -146,6 +146,13 @@ def test_ert_7797_dmesg_iso_one_event_per_kill(tmp_path):
     # The `oom-kill:constraint=` summary and `oom_reaper` lines restate the kill: no event of their own.
     assert codes(ev) == [(2, "process_killed"), (7, "host_oom_killed")]
     assert rows(ev, "host_oom_killed", "pid", "process", "anon_rss") == [(7, None, "1440763", "perl", "60356340kB")]
+    # `dmesg --time-format iso` stamps (comma before the fraction, with a zone) give the event's UTC time.
+    ts = ev.filter(pl.col("code") == "host_oom_killed").item(0, "ts")
+    assert (ts.hour, ts.minute, ts.second, ts.microsecond) == (12, 55, 41, 679700)
+    df = split_prefixes(pl.DataFrame({"text": ["2024-04-29T14:55:41,679700+02:00 Out of memory: Killed process 1 (x)",
+                                               "2024-04-29T14:55:41,679700+02:00 - INFO - a program's own stamp"]}), 2024)
+    assert df.get_column("msg").to_list()[0] == "Out of memory: Killed process 1 (x)"
+    assert df.get_column("msg").to_list()[1] == "a program's own stamp"
 
 
 def test_bigbang_494_killed_under_a_progress_bar(tmp_path):
