@@ -1,6 +1,6 @@
 """Signature events completed from the lines around them: NCCL `Last error:` details, messages a paste
-wrapped onto two lines, the ranks of torchrun report rows, the two lines of an old kernel's OOM kill, and the
-function Dynamo names after its recompile-limit warning.
+wrapped onto two lines, the ranks of torchrun report rows, the two lines of an old kernel's OOM kill, and what
+the line after a message names (Dynamo's recompiled function, DDP's parameter marked ready twice).
 
 The signature table matches one line at a time; a few messages carry their meaning on the next
 line(s). Only the (sparse) events that can have such a continuation are looked at, so Python
@@ -31,9 +31,14 @@ _NOT_DETAIL = re.compile(rf"^(?:Exception raised from|Traceback \(|frame #\d|ncc
 _RANKED = re.compile(r"^\[(?:rank|default)\d+\]:")
 _TIME_TOKEN = re.compile(r"\d{4}-\d{2}-\d{2}[T _]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?|\d{2}:\d{2}:\d{2}(?:[.,]\d+)?")
 _REPORT_PIDS = ("torchrun_worker_signal",)
-# Dynamo's recompile-limit warning names the function on its next line (`[0/8]    function: 'foo' (file.py:4)`).
-_LIMIT_CODE = "dynamo_recompile_limit"
-_LIMIT_FUNCTION = re.compile(r"^(?:\[\d+/\d+\])?\s*function: '(?P<function>[^']+)' \((?P<location>[^)]*)\)")
+# Messages whose next line (of the same stream) names what they are about: Dynamo's recompile-limit warning
+# (`[0/8]    function: 'foo' (file.py:4)`), DDP's marked-ready-twice error (`Parameter at index 447 with name
+# ....lora_B.default.weight has been marked as ready twice.`).
+_NEXT_LINE = {
+    "dynamo_recompile_limit": re.compile(r"^(?:\[\d+/\d+\])?\s*function: '(?P<function>[^']+)' \((?P<location>[^)]*)\)"),
+    "ddp_marked_ready_twice": re.compile(
+        r"^Parameter at index (?P<param_index>\d+)(?: with name (?P<param_name>\S+))? has been marked as ready twice"),
+}
 # vLLM's record prefix (`ERROR 04-07 00:57:46 ray_utils.py:45] `), which the prefix splitter leaves on the
 # message: part of the stream's prefix here, since each detail line repeats it.
 _VLLM_RECORD = re.compile(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d [\w.]+:\d+\] ")
@@ -145,13 +150,13 @@ def _last_error(ev: dict, text: pl.Series, pos: int, prefix: str) -> int:
     return end
 
 
-def _limit_function(ev: dict, text: pl.Series, pos: int, prefix: str) -> int:
-    """Attach the function Dynamo names on the line after its recompile-limit warning; returns the end row."""
+def _next_line_fields(ev: dict, text: pl.Series, pos: int, prefix: str) -> int:
+    """Attach the fields the next line of the stream names (`_NEXT_LINE`); returns the row the event now ends on."""
     rows = _stream(text, pos, prefix, 1)
     if rows:
-        m = _LIMIT_FUNCTION.match(rows[0][1])
+        m = _NEXT_LINE[ev["code"]].match(rows[0][1])
         if m:
-            ev["_f"]["function"], ev["_f"]["location"] = m.group("function"), m.group("location")
+            ev["_f"].update({k: v for k, v in m.groupdict().items() if v and k not in ev["_f"]})
             return rows[0][0]
     return pos
 
@@ -223,8 +228,7 @@ def complete(frame: pl.DataFrame, ev: pl.DataFrame, blocks: pl.DataFrame) -> pl.
     partial = pl.col("fields").str.contains('"partial":"true"', literal=True)
     in_report = pl.col("code").is_in(list(_REPORT_PIDS)) & pl.col("rank").is_null()
     reports = blocks.filter(pl.col("code") == "torchrun_child_failed_report") if blocks.height else blocks
-    limit = (pl.col("code") == _LIMIT_CODE) & ~pl.col("fields").str.contains('"function":', literal=True)
-    todo = pl.col("code").is_in(list(DETAIL_CODES)) | partial | limit
+    todo = pl.col("code").is_in(list(DETAIL_CODES) + list(_NEXT_LINE)) | partial
     if reports.height:
         todo = todo | in_report
     sel = ev.with_row_index("_i").filter(todo)
@@ -249,8 +253,8 @@ def complete(frame: pl.DataFrame, ev: pl.DataFrame, blocks: pl.DataFrame) -> pl.
                 end = _join_partial(r, text, pos)
             if r["code"] in DETAIL_CODES:
                 end = _last_error(r, text, end, prefix)
-            if r["code"] == _LIMIT_CODE and "function" not in r["_f"]:
-                end = _limit_function(r, text, end, prefix)
+            if r["code"] in _NEXT_LINE:
+                end = _next_line_fields(r, text, end, prefix)
             if end != pos:
                 r["end_line"] = int(frame.get_column("line")[end])
                 r["text"] = "\n".join(text.slice(pos, end - pos + 1).to_list())

@@ -424,3 +424,23 @@ def test_xpuops_1324_xpu_sentence_form_without_free_figure(tmp_path):
     ev = ingest_issue(tmp_path, "xpuops_1324_xpu_sentence_oom.log")
     assert rows(ev, "cuda_oom", "device", "requested", "capacity", "allocated", "reserved_unallocated", "form") == [
         (4, None, "XPU", "512.00 MiB", "16.50 GiB", "16.50 GiB", "0 bytes", "sentence")]
+
+
+# --- DDP marked ready twice (gradient checkpointing + LoRA) ---------------------------------------
+
+
+def test_trl_921_ready_twice_names_the_lora_parameter(tmp_path):
+    ev = ingest_issue(tmp_path, "trl_921_ready_twice_named.log")
+    assert rows(ev, "ddp_marked_ready_twice", "param_index", "param_name") == [
+        (3, None, "447", "base_model.model.model.layers.31.mlp.down_proj.lora_B.default.weight")]
+    assert ev.filter(pl.col("code") == "ddp_marked_ready_twice").get_column("end_line").to_list() == [4]
+
+
+def test_accelerate_3536_ready_twice_rank_prefixed_without_detail(tmp_path):
+    ev = ingest_issue(tmp_path, "accelerate_3536_ready_twice_rank_prefixed.log")
+    assert rows(ev, "ddp_marked_ready_twice", "param_index") == [(4, 1, None)]
+
+
+def test_qlora_223_ready_twice_index_only(tmp_path):
+    ev = ingest_issue(tmp_path, "qlora_223_ready_twice_index_only.log")
+    assert rows(ev, "ddp_marked_ready_twice", "param_index", "param_name") == [(1, None, "559", None)]
