@@ -30,7 +30,8 @@ MAX_TEXT_CHARS = 32_000
 
 _TB = "Traceback (most recent call last)"
 # The opener; a progress-bar redraw may be glued after it (`...call last):     | 4/84 [00:52<17:32, ...]`).
-_TB_START = re.compile(r"(?<!Original )Traceback \(most recent call last\)")
+# PaddlePaddle's `C++ Traceback (most recent call last):` heads a C++ frame list, not a Python traceback.
+_TB_START = re.compile(r"(?<!Original )(?<!C\+\+ )Traceback \(most recent call last\)")
 _CPP_START = re.compile(r"Exception raised from (?P<function>\S+) at (?P<file>.+?):(?P<line>\d+) \(most recent call first\):")
 _REPORT_START = re.compile(r"^(?P<prefix>.*?)Root Cause(?: \(first observed failure\))?:\s*$")
 _SMI_START = re.compile(r"^(?P<prefix>.*?)\|\s*NVIDIA-SMI (?P<smi>\d[\w.]*)")
@@ -272,7 +273,8 @@ def _traceback_event(frame: pl.DataFrame, v: _View, parts: list[dict], p: int, e
         if fm:
             fields.update(file=fm.group("file"), line=fm.group("line"), function=fm.group("function"))
     if exc_line:
-        tm = _EXC_TYPE.match(exc_line)
+        # A paste may bold the exception line in Markdown (`**RuntimeError: ...`).
+        tm = _EXC_TYPE.match(exc_line.lstrip("*"))
         fields["exc_type"] = tm.group("type") if tm else None
         # DataLoader workers re-raise with the worker's own traceback inside the message.
         msg_lines = [body[k] for k in range(last["exc"] + 1, last["end"] + 1)]

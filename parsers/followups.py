@@ -1,5 +1,6 @@
 """Signature events completed from the lines around them: NCCL `Last error:` details, messages a paste
-wrapped onto two lines, and the ranks of torchrun report rows.
+wrapped onto two lines, the ranks of torchrun report rows, the two lines of an old kernel's OOM kill, and what
+the line after a message names (Dynamo's recompiled function, DDP's parameter marked ready twice).
 
 The signature table matches one line at a time; a few messages carry their meaning on the next
 line(s). Only the (sparse) events that can have such a continuation are looked at, so Python
@@ -30,6 +31,14 @@ _LAST_INLINE = re.compile(r" Last error: (?P<detail>.+?)\s*$")
 _NOT_DETAIL = re.compile(rf"^(?:Exception raised from|Traceback \(|frame #\d|nccl\w+Error: |terminate called)|{ANY_LOG_PREFIX}")
 _RANKED = re.compile(r"^\[(?:rank|default)\d+\]:")
 _REPORT_PIDS = ("torchrun_worker_signal",)
+# Messages whose next line (of the same stream) names what they are about: Dynamo's recompile-limit warning
+# (`[0/8]    function: 'foo' (file.py:4)`), DDP's marked-ready-twice error (`Parameter at index 447 with name
+# ....lora_B.default.weight has been marked as ready twice.`).
+_NEXT_LINE = {
+    "dynamo_recompile_limit": re.compile(r"^(?:\[\d+/\d+\])?\s*function: '(?P<function>[^']+)' \((?P<location>[^)]*)\)"),
+    "ddp_marked_ready_twice": re.compile(
+        r"^Parameter at index (?P<param_index>\d+)(?: with name (?P<param_name>\S+))? has been marked as ready twice"),
+}
 # vLLM's record prefix (`ERROR 04-07 00:57:46 ray_utils.py:45] `), which the prefix splitter leaves on the
 # message: part of the stream's prefix here, since each detail line repeats it.
 _VLLM_RECORD = re.compile(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d [\w.]+:\d+\] ")
@@ -134,6 +143,17 @@ def _last_error(ev: dict, text: pl.Series, pos: int, prefix: str) -> int:
     return end
 
 
+def _next_line_fields(ev: dict, text: pl.Series, pos: int, prefix: str) -> int:
+    """Attach the fields the next line of the stream names (`_NEXT_LINE`); returns the row the event now ends on."""
+    rows = _stream(text, pos, prefix, 1)
+    if rows:
+        m = _NEXT_LINE[ev["code"]].match(rows[0][1])
+        if m:
+            ev["_f"].update({k: v for k, v in m.groupdict().items() if v and k not in ev["_f"]})
+            return rows[0][0]
+    return pos
+
+
 def _report_ranks(events: list[dict], reports: pl.DataFrame) -> None:
     """Give rank-less events inside a torchrun report the rank of the report row with their PID."""
     spans = []
@@ -176,6 +196,46 @@ def stamp_inside_blocks(ev: pl.DataFrame, blocks: pl.DataFrame) -> pl.DataFrame:
     return ev.with_columns(ev.get_column("ts").scatter(hit.get_column("_i"), hit.get_column("_bts")))
 
 
+def _merge_oom_pairs(ev: pl.DataFrame) -> pl.DataFrame:
+    """One event per OOM kill: a kernel's second line (`Killed process N (x) total-vm:...`, form killed_line) is
+    merged into the `Out of memory: Kill process N (x) score S or sacrifice child` line just before it."""
+    if not ev.filter(pl.col("fields").str.contains('"form":"killed_line"', literal=True)).height:
+        return ev
+    ev = ev.with_row_index("_i")
+    oom = ev.filter(pl.col("code") == "host_oom_killed").with_columns(signatures.field_expr("pid").alias("_pid"))
+    second = oom.filter(pl.col("fields").str.contains('"form":"killed_line"', literal=True))
+    first = oom.filter(~pl.col("fields").str.contains('"form":"killed_line"', literal=True))
+    # The same pid a few lines on, or the very next lines whatever the pid (`or sacrifice child`: a child may die).
+    pairs = second.join(first.select(pl.col("_pid").alias("_fpid"), pl.col("_i").alias("_first"), pl.col("line").alias("_fl")),
+                        how="cross")
+    gap = pl.col("line") - pl.col("_fl")
+    pairs = pairs.filter((gap > 0) & (((pl.col("_pid") == pl.col("_fpid")) & (gap <= 3)) | (gap <= 1)))
+    if pairs.height == 0:
+        return ev.drop("_i")
+    pairs = pairs.sort("_i", gap).unique("_i", keep="first").unique("_first", keep="first")
+    merged = {}
+    for r in pairs.iter_rows(named=True):
+        extra = orjson.loads(r["fields"])
+        if r["_pid"] != r["_fpid"]:
+            extra["killed_pid"], extra["killed_process"] = extra.get("pid"), extra.get("process")
+        merged[r["_first"]] = (extra, r["line"])
+    out = []
+    drop = set(pairs.get_column("_i").to_list())
+    for r in ev.iter_rows(named=True):
+        if r["_i"] in drop:
+            continue
+        if r["_i"] in merged:
+            extra, end = merged[r["_i"]]
+            f = orjson.loads(r["fields"])
+            for k in ("total_vm", "anon_rss", "killed_pid", "killed_process"):
+                if k in extra and k not in f:
+                    f[k] = extra[k]
+            r["fields"] = orjson.dumps(f).decode()
+            r["end_line"] = end
+        out.append(r)
+    return pl.DataFrame(out, schema=ev.schema).drop("_i")
+
+
 def complete(frame: pl.DataFrame, ev: pl.DataFrame, blocks: pl.DataFrame) -> pl.DataFrame:
     """The signature events `ev` of one frame, completed from the lines after them and the block events."""
     return stamp_inside_blocks(_complete(frame, ev, blocks), blocks)
@@ -184,10 +244,11 @@ def complete(frame: pl.DataFrame, ev: pl.DataFrame, blocks: pl.DataFrame) -> pl.
 def _complete(frame: pl.DataFrame, ev: pl.DataFrame, blocks: pl.DataFrame) -> pl.DataFrame:
     if ev.height == 0:
         return ev
+    ev = _merge_oom_pairs(ev)
     partial = pl.col("fields").str.contains('"partial":"true"', literal=True)
     in_report = pl.col("code").is_in(list(_REPORT_PIDS)) & pl.col("rank").is_null()
     reports = blocks.filter(pl.col("code") == "torchrun_child_failed_report") if blocks.height else blocks
-    todo = pl.col("code").is_in(list(DETAIL_CODES)) | partial
+    todo = pl.col("code").is_in(list(DETAIL_CODES) + list(_NEXT_LINE)) | partial
     if reports.height:
         todo = todo | in_report
     sel = ev.with_row_index("_i").filter(todo)
@@ -212,6 +273,8 @@ def _complete(frame: pl.DataFrame, ev: pl.DataFrame, blocks: pl.DataFrame) -> pl
                 end = _join_partial(r, text, pos)
             if r["code"] in DETAIL_CODES:
                 end = _last_error(r, text, end, prefix)
+            if r["code"] in _NEXT_LINE:
+                end = _next_line_fields(r, text, end, prefix)
             if end != pos:
                 r["end_line"] = int(frame.get_column("line")[end])
                 r["text"] = "\n".join(text.slice(pos, end - pos + 1).to_list())

@@ -55,7 +55,8 @@ RAY_REPEATED = r" \[repeated \d+x across cluster\]$"
 # its record prefix reading, `iso` below). It is true UTC, so it is the line's time even where the child's
 # record prefix has a (zone-less, often local) stamp of its own. A stamp followed by ` - ` or ` | ` is the
 # program's own record prefix (`iso`): the character after the space is matched but not cut (`pre` is cut).
-COLLECTOR_TS = r"^(?P<pre>(?:\s*\| )?(?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) )?(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}))(?: \| | ))(?:[^|-]|$)"
+# `dmesg --time-format iso` has the same shape with a comma before the fraction (`2024-04-29T14:55:41,679700+02:00 `).
+COLLECTOR_TS = r"^(?P<pre>(?:\s*\| )?(?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) )?(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}))(?: \| | ))(?:[^|-]|$)"
 # A zoned stamp followed by a bare level word is the program's own record prefix, not a collector's: Python logging
 # with `%(asctime)s %(levelname)-8s %(message)s` and an ISO datefmt (Katib's mxnet-mnist trial, kubeflow/katib#1182:
 # `2020-05-08T01:42:02Z INFO     Epoch[0] Train-accuracy=0.918777`). Such a line is left to `iso` (which cuts the
@@ -96,7 +97,9 @@ INNER_RANK = r"\[PG (?:ID )?0 (?:PG GUID \S+ )?Rank (\d+)\]|^\[Rank (\d+)\]"
 # Megatron's own ` [2025-03-01 10:00:00.123456] iteration ...` (its log string starts with a space).
 LOG_PREFIXES: list[tuple[str, str, str]] = [
     # Also SageMaker debugger's `[2020-06-20 21:49:37.529 algo-1:67 INFO utils.py:25] ` (host:pid level file:line).
-    ("bracket_iso", rf"^ ?\[(?P<ts>\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d{{1,9}})?)(?: [A-Z] \d+ \d+| [\w.-]+:\d+ {_LVL} [^\]\s]+:\d+)?\]\s*(?:\[{_LVL}\]\s*(?:\[[^\]]*\]\s*)*|[\w.]+: \[{_LVL}\]\s*)?", "ymd"),
+    # The bracket run after the level never takes a bracket that opens with a quote: that is a Python list the
+    # message starts with (DeepSpeed's `['/usr/bin/python3', '-u', ...] exits with return code = -9`).
+    ("bracket_iso", rf"^ ?\[(?P<ts>\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d{{1,9}})?)(?: [A-Z] \d+ \d+| [\w.-]+:\d+ {_LVL} [^\]\s]+:\d+)?\]\s*(?:\[{_LVL}\]\s*(?:\[(?:[^\]'\x22][^\]]*)?\]\s*)*|[\w.]+: \[{_LVL}\]\s*)?", "ymd"),
     ("glog", r"^[VIWEFC](?P<ts>\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6}) +\d+ [^\]\s]+:\d+\] ", "md"),
     ("c10_new", r"^\[[VIWEFC](?P<ts>\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6,9}) [^\]\s]+:\d+\] ", "md"),
     ("c10_old", r"^\[[VIWEFC] [^\]\s]+:\d+\] ", ""),
@@ -325,7 +328,7 @@ def _peel_paste_and_labels(msg: pl.Series, year: int, lines: pl.Series | None = 
                 found = found.zip_with(~own, _nulls(n, pl.String))
                 pre = pre.zip_with(~own, _nulls(n, pl.String))
         if found.is_not_null().any():
-            outer = _parse_iso_series(found.str.replace("T", " ", literal=True))
+            outer = _parse_iso_series(found.str.replace("T", " ", literal=True).str.replace(",", ".", literal=True))
             stamp = outer if stamp is None else pl.select(pl.coalesce(stamp, outer)).to_series()
             msg = msg.str.slice(pre.str.len_chars().fill_null(0))
             first = msg.str.slice(0, 1)

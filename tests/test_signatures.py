@@ -574,6 +574,15 @@ EXTRA_LINES = [
     # Heads of lines a paste wrapped (partial forms; parsers/followups.py joins the rest back on).
     "ctive operation timeout: WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=112, NumelOut=112, Timeout(ms)=1800000) ran for 1800011 millisecond",  # OBS open-r1#620
     "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",  # OBS TinyLLaVA_Factory#112
+    "[ 4018.450000] Killed process 935 (python) total-vm:113656kB, anon-rss:102104kB, file-rss:0kB, shmem-rss:0kB",
+    "zsh: segmentation fault (core dumped)  python train.py",
+    "FatalError: `Segmentation fault` is detected by the operating system.",
+    "torch._dynamo.exc.FailOnRecompileLimitHit: recompile_limit reached with fullgraph=True. Excessive recompilations",
+    "torch._dynamo.exc.Unsupported: Failed to trace builtin operator",
+    "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:",
+    "RuntimeError: NPU out of memory. Tried to allocate 5.03 GiB (NPU 3; 60.96 GiB total capacity; 49.47 GiB already allocated; 49.47 GiB current active; 1.32 GiB free; 57.55 GiB reserved in total by PyTorch)",
+    "NPU out of memory. Tried to allocate more than 1EB memory",
+    "level_zero backend failed with error: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)",
 ]
 
 
