@@ -38,10 +38,15 @@ from parsers.metric_grammars.common import (
     split_pairs,
 )
 
+# The description holds no run of 3+ spaces but its end (`: ` and the percentage padded to 3): text before such a run is another line glued before the bar
+# (a paste that lost the `\r`: `DLL ... learning_rate : 2.9e-05      Iteration:  25%|..`, [OBS]
+# NVIDIA/DeepLearningExamples#1107), which metric_lines cuts off and reads like text glued after it.
 BAR = (
-    r"(?P<desc>(?:\[[^\]\r]*\]:?\s*)?[^\]\[|%\r]*?)(?:(?P<pct>\d{1,3})%(?:\|[^|\]]*\||\s)\s*(?P<n>\d+)/(?P<total>\d+)|(?P<n2>\d+)(?:it|\s?[a-z]+)?)"
+    r"(?P<desc>(?:\[[^\]\r]*\]:?\s*)?(?:(?:[^\]\[|%\r ]+ {1,2})*?[^\]\[|%\r ]+?)?? {0,3})(?:(?P<pct>\d{1,3})%(?:\|[^|\]]*\||\s)\s*(?P<n>\d+)/(?P<total>\d+)|(?P<n2>\d+)(?:it|\s?[a-z]+)?)"
     r"\s*\[(?P<el>[\d:]+)(?:<[\d:?]+)?,\s*(?P<rate>[^,\]]*?(?:it/s|s/it|/s|s/[a-z]+))(?P<post>(?:, [^\]]*)?)\]"
 )
+# The description as the bar's whole line head, padding included: YOLO tables print an epoch's values there.
+BAR_WIDE = BAR.replace(r"(?:(?:[^\]\[|%\r ]+ {1,2})*?[^\]\[|%\r ]+?)?? {0,3}", r"[^\]\[|%\r]*?", 1)
 MATCH = r"(?:\d%(?:\|[^|\]]*\||\s)\s*\d+/\d+|\d+(?:it|\s?[a-z]+)?)\s*\[[\d:]+(?:<[\d:?]+)?,\s*[^,\]]*?(?:it/s|s/it|/s|s/[a-z]+)"
 POSTFIX_NAMES = {
     "train_loss": "loss",
@@ -66,8 +71,11 @@ BAR_NAME = "_bar"
 _OPEN = r"\[[\d:]+(?:<[\d:?]+)?,"
 
 
-def bar_states(df: pl.DataFrame) -> pl.DataFrame:
-    """One row per bar state (several per segment when `\\r` was lost): _i, _b (order), rank, desc, n, total, post."""
+def bar_states(df: pl.DataFrame, wide: bool = False) -> pl.DataFrame:
+    """One row per bar state (several per segment when `\\r` was lost): _i, _b (order), rank, desc, n, total, post.
+
+    wide: descriptions may hold runs of spaces (BAR_WIDE, for YOLO table rows)."""
+    BAR = BAR_WIDE if wide else globals()["BAR"]  # noqa: N806
     many = df.get_column("msg").str.count_matches(_OPEN) > 1
     parts = [df.filter(~many).select("_i", "rank", pl.col("msg").str.extract_groups(BAR).alias("_s")).unnest("_s")]
     if many.any():
