@@ -44,3 +44,128 @@ def test_semseg_camel_case_losses_and_later_epochs(tmp_path):
     assert got[8:] == [
         (11144, "data_time_ms", 0.0), (11144, "step_time_ms", 439.0), (11144, "main_loss", NAN), (11144, "aux_loss", NAN),
         (11144, "reg_loss", 1.2029), (11144, "final_loss", NAN), (11144, "loss", NAN), (11144, "accuracy", 0.0)]
+
+
+def test_speechbrain_epoch_lines(tmp_path):
+    # https://github.com/speechbrain/speechbrain/issues/980 (`lr: 7.46e-04` holds a `-`: the ` - ` sections
+    # still split), https://github.com/speechbrain/speechbrain/pull/1892 (`steps: N` is the step, the
+    # optimizer's name is no metric), and the closing test-set summary line (no rows).
+    text = (
+        "epoch: 1, lr: 7.46e-04 - train loss: 5.50 - valid loss: 1.56, valid ErrorRate: 4.64e-02\n"
+        "epoch: 25, lr: 3.73e-04, steps: 44925, optimizer: Adam - train loss: 10.68 - valid loss: 7.27, valid ACC: 9.69e-01"
+        + " " * 40 + "\n"
+        "Epoch loaded: 30 - test loss: 7.41, test ACC: 9.69e-01, test WER: 8.92\n"
+    )
+    assert full(tmp_path, text) == [
+        (1, None, None, "epoch", 1.0, "speechbrain"), (1, None, None, "lr", 0.000746, "speechbrain"),
+        (1, None, None, "loss", 5.5, "speechbrain"), (1, None, None, "eval_loss", 1.56, "speechbrain"),
+        (1, None, None, "eval_errorrate", 0.0464, "speechbrain"),
+        (2, None, 44925, "epoch", 25.0, "speechbrain"), (2, None, 44925, "lr", 0.000373, "speechbrain"),
+        (2, None, 44925, "loss", 10.68, "speechbrain"), (2, None, 44925, "eval_loss", 7.27, "speechbrain"),
+        (2, None, 44925, "eval_acc", 0.969, "speechbrain")]
+
+
+def test_speechbrain_console_with_logger_prefix_and_bars(tmp_path):
+    # https://github.com/speechbrain/speechbrain/pull/2216: the console form (`speechbrain.utils.train_logger - `).
+    text = (
+        "speechbrain.utils.epoch_loop - Going into epoch 2\n"
+        "100%|█████████████████████████████████████████████████████████████████| 190/190 [03:02<00:00,  1.04it/s, train_loss=0.726]\n"
+        "100%|███████████████████████████████████████████████████████████████████████████████████| 137/137 [02:17<00:00,  1.00s/it]\n"
+        "speechbrain.nnet.schedulers - Changing lr from 1 to 0.8\n"
+        "speechbrain.utils.train_logger - epoch: 2, lr: 1.00e+00 - train loss: 7.26e-01 - valid loss: 1.27, valid CER: 1.54e+02, valid WER: 1.54e+02\n"
+    )
+    assert full(tmp_path, text) == [
+        (2, None, 190, "loss", 0.726, "tqdm_postfix"),
+        (5, None, 190, "epoch", 2.0, "speechbrain"), (5, None, 190, "lr", 1.0, "speechbrain"),
+        (5, None, 190, "loss", 0.726, "speechbrain"), (5, None, 190, "eval_loss", 1.27, "speechbrain"),
+        (5, None, 190, "eval_cer", 154.0, "speechbrain"), (5, None, 190, "eval_wer", 154.0, "speechbrain")]
+
+
+def test_espnet2_batch_range_lines_and_epoch_results(tmp_path):
+    # https://github.com/espnet/espnet/issues/2674: the step is the range's last batch, continued across
+    # epochs (epoch 2's `1-375batch` follows epoch 1's last logged batch 7500); the `results` line gives only
+    # its `[valid]` part (eval_loss, step carried); `time=1 minute and 42.6 seconds` and counts are no metric.
+    text = (
+        "[PC] 2020-11-11 16:30:14,840 (trainer:486) INFO: 1epoch:train:7126-7500batch: iter_time=0.001, forward_time=0.005, "
+        "loss=2.339, backward_time=0.005, optim_step_time=1.963e-04, lr_0=0.100, train_time=0.014\n"
+        "[PC] 2020-11-11 16:30:18,406 (trainer:243) INFO: 1epoch results: [train] iter_time=0.001, forward_time=0.005, "
+        "loss=2.853, backward_time=0.005, optim_step_time=1.974e-04, lr_0=0.100, train_time=0.013, time=1 minute and 42.6 "
+        "seconds, total_count=7507, [valid] loss=2.387, time=3 seconds, total_count=240, [att_plot] time=0.28 seconds, total_count=0\n"
+        "[PC] 2020-11-11 16:30:18,969 (trainer:286) INFO: The best model has been updated: valid.loss\n"
+        "[PC] 2020-11-11 16:30:18,969 (trainer:184) INFO: 2/20epoch started. Estimated time to finish: 33 minutes and 42.59 seconds\n"
+        "[PC] 2020-11-11 16:30:24,312 (trainer:486) INFO: 2epoch:train:1-375batch: iter_time=0.001, forward_time=0.005, "
+        "loss=2.313, backward_time=0.005, optim_step_time=2.000e-04, lr_0=0.100, train_time=0.014\n"
+    )
+    got = full(tmp_path, text)
+    assert [(ln, s, n) for ln, _, s, n, _, _ in got] == [
+        (1, 7500, "data_time_ms"), (1, 7500, "forward_time_ms"), (1, 7500, "loss"), (1, 7500, "backward_time_ms"),
+        (1, 7500, "optim_step_time_ms"), (1, 7500, "lr"), (1, 7500, "step_time_ms"),
+        (2, 7500, "eval_loss"),
+        (5, 7875, "data_time_ms"), (5, 7875, "forward_time_ms"), (5, 7875, "loss"), (5, 7875, "backward_time_ms"),
+        (5, 7875, "optim_step_time_ms"), (5, 7875, "lr"), (5, 7875, "step_time_ms")]
+    values = {(ln, n): v for ln, _, _, n, v, _ in got}
+    assert values[(1, "loss")] == 2.339 and values[(1, "lr")] == 0.1 and values[(2, "eval_loss")] == 2.387
+    assert values[(1, "step_time_ms")] == 14.0 and values[(1, "data_time_ms")] == 1.0
+    assert abs(values[(1, "optim_step_time_ms")] - 0.1963) < 1e-12 and values[(5, "loss")] == 2.313
+
+
+def test_espnet2_asr_line_with_host_rank_prefix(tmp_path):
+    # https://github.com/espnet/espnet/issues/2183 (`[gpu01:0/2]` host prefix; ASR losses and accuracy).
+    text = (
+        "[gpu01:0/2] 2020-07-19 08:54:09,601 (trainer:464) INFO: 1epoch:train:683-1364batch: iter_time=5.862e-05, "
+        "forward_time=0.134, loss=68.722, loss_att=65.930, loss_ctc=75.235, acc=0.125, backward_time=0.111, "
+        "optim_step_time=0.030, lr_0=1.028e-05, train_time=1.790\n"
+    )
+    got = {n: v for _, n, v in rows(tmp_path, text)}
+    assert {s for s, _, _ in rows(tmp_path / "again", text)} == {1364}
+    assert got == {"data_time_ms": 5.862e-05 * 1000.0, "forward_time_ms": 134.0, "loss": 68.722, "loss_att": 65.93,
+                   "loss_ctc": 75.235, "acc": 0.125, "backward_time_ms": 111.0, "optim_step_time_ms": 30.0,
+                   "lr": 1.028e-05, "step_time_ms": 1790.0}
+
+
+def test_icefall_batch_lines_current_and_running_losses(tmp_path):
+    # https://github.com/k2-fsa/icefall/pull/399: `loss[..]` is the batch's, `tot_loss[..]` the running
+    # average (`*_avg`); frame counts are no metric. https://github.com/k2-fsa/icefall/issues/320: epoch 0
+    # ends at batch 550 here, so epoch 1's batch 5 is step 555.
+    text = (
+        "2022-04-21 06:24:05,162 INFO [train.py:518] Epoch 0, batch 550, loss[ctc_loss=1.043, att_loss=0.9977, loss=1.007, "
+        "over 2480 frames.], tot_loss[ctc_loss=1.099, att_loss=1.079, loss=1.083, over 447367.3462596891 frames.], batch size: 24\n"
+        "2022-06-08 08:01:22,072 INFO [train.py:815] Epoch 1, batch 5, loss[loss=0.6028, simple_loss=1.206, pruned_loss=9.481, "
+        "over 5392.00 frames.], tot_loss[loss=0.7444, simple_loss=1.489, pruned_loss=nan, over 31213.18 frames.], batch size: 18, lr: 3.00e-03\n"
+    )
+    assert rows(tmp_path, text) == [
+        (550, "ctc_loss", 1.043), (550, "att_loss", 0.9977), (550, "loss", 1.007),
+        (550, "ctc_loss_avg", 1.099), (550, "att_loss_avg", 1.079), (550, "loss_avg", 1.083), (550, "batch_size", 24.0),
+        (555, "loss", 0.6028), (555, "simple_loss", 1.206), (555, "pruned_loss", 9.481),
+        (555, "loss_avg", 0.7444), (555, "simple_loss_avg", 1.489), (555, "pruned_loss_avg", NAN),
+        (555, "batch_size", 18.0), (555, "lr", 0.003)]
+
+
+def test_ddim_style_logging_prefix(tmp_path):
+    # https://github.com/JegZheng/truncated-diffusion-probabilistic-models/issues/3: DDIM's
+    # `%(levelname)s - %(filename)s - %(asctime)s - ` prefix is cut, so the line is read (it was not before).
+    text = (
+        "INFO - diffusion.py - 2023-01-04 22:14:28,975 - Epoch: 0, step: 3, loss: 1856.43701171875, implicit loss: "
+        "0.7036036252975464, data time: 0.0358583132425944\n"
+        "INFO - diffusion.py - 2023-01-04 22:14:30,250 - Epoch: 0, step: 5, loss: nan, implicit loss: nan, data time: 0.02159852981567383\n"
+    )
+    assert rows(tmp_path, text) == [
+        (3, "epoch", 0.0), (3, "loss", 1856.43701171875), (3, "implicit_loss", 0.7036036252975464),
+        (3, "data_time_ms", 0.0358583132425944 * 1000.0),
+        (5, "epoch", 0.0), (5, "loss", NAN), (5, "implicit_loss", NAN), (5, "data_time_ms", 0.02159852981567383 * 1000.0)]
+
+
+def test_deepspeed_pipeline_steps_beside_log_dist_lines(tmp_path):
+    # https://github.com/tdrussell/diffusion-pipe/issues/531: the pipeline engine's `steps: N loss: ..` lines and
+    # `log_dist` step lines alternate; each metric once, NaN kept.
+    text = (
+        "steps: 17 loss: 0.5994 iter time (s): 3.162 samples/sec: 0.316\n"
+        "[2026-07-30 09:16:32,952] [INFO] [logging.py:123:log_dist] [Rank 0] step=18, skipped=0, lr=[1e-06], mom=[0.0]\n"
+        "steps: 18 loss: nan iter time (s): 3.235 samples/sec: 0.309\n"
+    )
+    assert full(tmp_path, text) == [
+        (1, None, 17, "loss", 0.5994, "deepspeed_pipe"), (1, None, 17, "step_time_ms", 3162.0, "deepspeed_pipe"),
+        (1, None, 17, "samples_per_s", 0.316, "deepspeed_pipe"),
+        (2, 0, 18, "skipped_steps_total", 0.0, "deepspeed"), (2, 0, 18, "lr", 1e-06, "deepspeed"),
+        (3, None, 18, "loss", NAN, "deepspeed_pipe"), (3, None, 18, "step_time_ms", 3235.0, "deepspeed_pipe"),
+        (3, None, 18, "samples_per_s", 0.309, "deepspeed_pipe")]
