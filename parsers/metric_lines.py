@@ -122,7 +122,8 @@ def extract(cand: pl.DataFrame, state: dict) -> pl.DataFrame:
         parts.append(yolo_grammar.table_rows(bars, df, state))
     bars = _bars_needed(bars, df) if bars.height else bars
     if bars.height:
-        states = tqdm_grammar.bar_states(bars)
+        # Offsets of bars restarted each epoch come before any step is read from `n`.
+        states = tqdm_grammar.run_offsets(tqdm_grammar.bar_states(bars), state)
         parts.append(tqdm_grammar.postfix_rows(states, state))
         parts.append(tqdm_grammar.desc_rows(states, state))
         # Bar states of undescribed bars: the step context of HF dicts (see steps.py).

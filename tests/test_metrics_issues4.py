@@ -169,3 +169,42 @@ def test_deepspeed_pipeline_steps_beside_log_dist_lines(tmp_path):
         (2, 0, 18, "skipped_steps_total", 0.0, "deepspeed"), (2, 0, 18, "lr", 1e-06, "deepspeed"),
         (3, None, 18, "loss", NAN, "deepspeed_pipe"), (3, None, 18, "step_time_ms", 3235.0, "deepspeed_pipe"),
         (3, None, 18, "samples_per_s", 0.309, "deepspeed_pipe")]
+
+
+def test_undescribed_bar_restarted_each_epoch_counts_on(tmp_path):
+    # https://github.com/speechbrain/speechbrain/pull/2216: one finished bar per epoch (190 batches), pasted
+    # without its redraws. Epoch 2's bar is steps 191..380, not step 190 again (before, epoch 1's loss was
+    # dropped as a redraw of the same step); the validation bar (137 batches, no postfix) is another bar.
+    text = (
+        "speechbrain.utils.epoch_loop - Going into epoch 1\n"
+        "100%|█████████████████████████████████████████████████████████████████| 190/190 [03:08<00:00,  1.01it/s, train_loss=0.945]\n"
+        "100%|███████████████████████████████████████████████████████████████████████████████████| 137/137 [01:43<00:00,  1.33it/s]\n"
+        "speechbrain.utils.train_logger - epoch: 1, lr: 1.00e+00 - train loss: 9.45e-01 - valid loss: 1.23, valid CER: 35.42, valid WER: 39.14\n"
+        "speechbrain.utils.epoch_loop - Going into epoch 2\n"
+        "100%|█████████████████████████████████████████████████████████████████| 190/190 [03:02<00:00,  1.04it/s, train_loss=0.726]\n"
+        "100%|███████████████████████████████████████████████████████████████████████████████████| 137/137 [02:17<00:00,  1.00s/it]\n"
+    )
+    assert [(ln, s, n, v) for ln, _, s, n, v, _ in full(tmp_path, text) if n == "loss"] == [
+        (2, 190, "loss", 0.945), (4, 190, "loss", 0.945), (6, 380, "loss", 0.726)]
+
+
+def test_total_less_bar_with_loss_description_restarted_each_epoch(tmp_path):
+    # https://github.com/primepake/wav2lip_288x288/issues/33: `Loss: x: : 11it [..]`, one line per epoch.
+    text = (
+        "Loss: 0.5212869264862754: : 11it [00:06,  1.59it/s]\n"
+        "Loss: 0.516353040933609: : 11it [00:06,  1.66it/s] \n"
+        "Loss: 0.506797579201785: : 11it [00:06,  1.58it/s] \n"
+    )
+    assert rows(tmp_path, text) == [(11, "loss", 0.5212869264862754), (22, "loss", 0.516353040933609), (33, "loss", 0.506797579201785)]
+
+
+def test_diffusers_steps_bar_nan_from_the_first_step(tmp_path):
+    # https://github.com/replicate/dreambooth/issues/31: `Steps:` bar, loss NaN at once; the `0/100` state (its
+    # postfix set before the first update) is not a step.
+    text = (
+        "Steps:   0%|          | 0/100 [00:00<?, ?it/s]\n"
+        "Steps:   0%|          | 0/100 [00:09<?, ?it/s, loss=nan, lr=1e-6]\n"
+        "Steps:   1%|          | 1/100 [00:09<16:00,  9.70s/it, loss=nan, lr=1e-6]\n"
+        "Steps:   2%|▏         | 2/100 [00:09<06:47,  4.16s/it, loss=nan, lr=1e-6]\n"
+    )
+    assert rows(tmp_path, text) == [(1, "loss", NAN), (1, "lr", 1e-06), (2, "loss", NAN), (2, "lr", 1e-06)]
