@@ -102,7 +102,7 @@ LOG_PREFIXES: list[tuple[str, str, str]] = [
     # DDIM-family diffusion code (`%(levelname)s - %(filename)s - %(asctime)s - %(message)s`, [OBS]
     # JegZheng/truncated-diffusion-probabilistic-models#3): `INFO - diffusion.py - 2023-01-04 22:14:24,391 - `.
     ("level_file_iso", rf"^{_LVL} - [\w.]+ - (?P<ts>\d{{4}}-\d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}},\d{{3}}) - ", "ymd"),
-    ("pylogging", rf"^{_LVL}:[\w.]+:", ""),
+    ("pylogging", rf"^{_LVL}:[\w.-]+:", ""),
     ("colossalai", rf"^colossalai - \S+ - {_LVL}: ", ""),
 ]
 

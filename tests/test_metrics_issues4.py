@@ -208,3 +208,35 @@ def test_diffusers_steps_bar_nan_from_the_first_step(tmp_path):
         "Steps:   2%|▏         | 2/100 [00:09<06:47,  4.16s/it, loss=nan, lr=1e-6]\n"
     )
     assert rows(tmp_path, text) == [(1, "loss", NAN), (1, "lr", 1e-06), (2, "loss", NAN), (2, "lr", 1e-06)]
+
+
+def test_rvc_step_lr_pair_then_loss_components(tmp_path):
+    # https://github.com/RVC-Project/Retrieval-based-Voice-Conversion-WebUI/issues/507: the logger name holds
+    # `-` (`INFO:Kobo-Kanaeru-First-Try:` is a logging prefix), `[global_step, lr]` gives the step and lr, the
+    # `loss_*=` line after it takes that step; epoch banners and `Train Epoch: N [1%]` give nothing.
+    text = (
+        "INFO:torch.nn.parallel.distributed:Reducer buckets have been rebuilt in this iteration.\n"
+        "INFO:Kobo-Kanaeru-First-Try:====> Epoch: 1 [2023-06-11 08:52:05] | (1:32:29.395655)\n"
+        "INFO:Kobo-Kanaeru-First-Try:Train Epoch: 2 [1%]\n"
+        "INFO:Kobo-Kanaeru-First-Try:[200, 9.99875e-05]\n"
+        "INFO:Kobo-Kanaeru-First-Try:loss_disc=3.859, loss_gen=3.076, loss_fm=10.436,loss_mel=21.974, loss_kl=1.270\n"
+        "INFO:Kobo-Kanaeru-First-Try:====> Epoch: 2 [2023-06-11 10:25:02] | (1:32:56.852602)\n"
+        "INFO:Kobo-Kanaeru-First-Try:[400, 9.99750015625e-05]\n"
+        "INFO:Kobo-Kanaeru-First-Try:loss_disc=nan, loss_gen=nan, loss_fm=nan,loss_mel=21.974, loss_kl=9.000\n"
+    )
+    assert full(tmp_path, text) == [
+        (4, None, 200, "lr", 9.99875e-05, "vits"),
+        (5, None, 200, "loss_disc", 3.859, "generic"), (5, None, 200, "loss_gen", 3.076, "generic"),
+        (5, None, 200, "loss_fm", 10.436, "generic"), (5, None, 200, "loss_mel", 21.974, "generic"),
+        (5, None, 200, "loss_kl", 1.27, "generic"),
+        (7, None, 400, "lr", 9.99750015625e-05, "vits"),
+        (8, None, 400, "loss_disc", NAN, "generic"), (8, None, 400, "loss_gen", NAN, "generic"),
+        (8, None, 400, "loss_fm", NAN, "generic"), (8, None, 400, "loss_mel", 21.974, "generic"),
+        (8, None, 400, "loss_kl", 9.0, "generic")]
+
+
+def test_two_item_lists_and_loss_scale_alone_are_not_metrics(tmp_path):
+    # Near misses of the VITS pair and of `loss_<part>=`: a list of two counts, a list whose second item is
+    # not a learning rate, a bare loss-scale setting.
+    text = "[3, 5]\n[200, 1.5]\nloss_scale=1024\n"
+    assert rows(tmp_path, text) == []

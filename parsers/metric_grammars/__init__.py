@@ -34,6 +34,7 @@ from parsers.metric_grammars import (
     titan,
     torch_memory,
     verl,
+    vits,
 )
 from parsers.metric_grammars.common import Grammar
 
@@ -61,6 +62,7 @@ GRAMMARS: list[Grammar] = [
     dllogger.GRAMMAR,
     timm.GRAMMAR,
     verl.GRAMMAR,
+    vits.GRAMMAR,
     torch_memory.GRAMMAR,
     # Late: its needles (` | `, a tab) are common, so it sees only the lines the specific grammars left.
     hf_table.GRAMMAR,
