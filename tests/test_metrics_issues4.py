@@ -240,3 +240,72 @@ def test_two_item_lists_and_loss_scale_alone_are_not_metrics(tmp_path):
     # not a learning rate, a bare loss-scale setting.
     text = "[3, 5]\n[200, 1.5]\nloss_scale=1024\n"
     assert rows(tmp_path, text) == []
+
+
+SB3_BOX = (
+    "-----------------------------------------\n"
+    "| time/                   |             |\n"
+    "|    fps                  | 1284        |\n"
+    "|    iterations           | 2           |\n"
+    "|    time_elapsed         | 3           |\n"
+    "|    total_timesteps      | 4096        |\n"
+    "| train/                  |             |\n"
+    "|    approx_kl            | 0.015479716 |\n"
+    "|    clip_fraction        | 0.118       |\n"
+    "|    clip_range           | 0.2         |\n"
+    "|    entropy_loss         | -0.685      |\n"
+    "|    explained_variance   | -171        |\n"
+    "|    learning_rate        | 0.0003      |\n"
+    "|    loss                 | 6.04        |\n"
+    "|    n_updates            | 10          |\n"
+    "|    policy_gradient_loss | -0.0183     |\n"
+    "|    value_loss           | 48.8        |\n"
+    "-----------------------------------------\n"
+)
+
+
+def test_stable_baselines3_boxes_read_with_total_timesteps_as_step(tmp_path):
+    # https://github.com/DLR-RM/stable-baselines3/issues/156 (PPO, no rollout/ section) and
+    # https://github.com/DLR-RM/rl-baselines3-zoo/pull/521 (with rollout/, a second box right after the first).
+    box2 = (
+        "---------------------------------------\n"
+        "| rollout/                |           |\n"
+        "|    ep_len_mean          | 200       |\n"
+        "|    ep_rew_mean          | -213      |\n"
+        "| time/                   |           |\n"
+        "|    fps                  | 8507      |\n"
+        "|    iterations           | 18        |\n"
+        "|    time_elapsed         | 8         |\n"
+        "|    total_timesteps      | 73728     |\n"
+        "| train/                  |           |\n"
+        "|    loss                 | nan       |\n"
+        "|    n_updates            | 170       |\n"
+        "---------------------------------------\n"
+    )
+    assert full(tmp_path, SB3_BOX + box2) == [
+        (3, None, 4096, "time/fps", 1284.0, "sb3"), (8, None, 4096, "train/approx_kl", 0.015479716, "sb3"),
+        (9, None, 4096, "train/clip_fraction", 0.118, "sb3"), (10, None, 4096, "train/clip_range", 0.2, "sb3"),
+        (11, None, 4096, "train/entropy_loss", -0.685, "sb3"), (12, None, 4096, "train/explained_variance", -171.0, "sb3"),
+        (13, None, 4096, "lr", 0.0003, "sb3"), (14, None, 4096, "loss", 6.04, "sb3"),
+        (16, None, 4096, "train/policy_gradient_loss", -0.0183, "sb3"), (17, None, 4096, "train/value_loss", 48.8, "sb3"),
+        (21, None, 73728, "rollout/ep_len_mean", 200.0, "sb3"), (22, None, 73728, "rollout/ep_rew_mean", -213.0, "sb3"),
+        (24, None, 73728, "time/fps", 8507.0, "sb3"), (29, None, 73728, "loss", NAN, "sb3")]
+
+
+def test_boxes_without_total_timesteps_and_old_stable_baselines_tables_give_nothing(tmp_path):
+    # A two-column box with SB3's layout but no `total_timesteps` (a settings table), and the stable-baselines
+    # (TF) box of https://github.com/hill-a/stable-baselines/issues/121 (no sections; not read).
+    text = (
+        "| Parameter | Value |\n"
+        "|    lr                   | 0.001     |\n"
+        "|    batch_size           | 32        |\n"
+        "\n"
+        " --------------------------------------\n"
+        " | approxkl                 | 0.00069229305 |\n"
+        " | ep_rewmean           | nan           |\n"
+        " | policy_loss              | -0.011813248  |\n"
+        " | total_timesteps      | 100096        |\n"
+        " | value_loss               | 0.4478733     |\n"
+        " --------------------------------------\n"
+    )
+    assert rows(tmp_path, text) == []

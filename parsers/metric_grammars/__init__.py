@@ -27,6 +27,7 @@ from parsers.metric_grammars import (
     nanotron,
     olmo,
     primerl,
+    sb3,
     scalers,
     semseg,
     speechbrain,
@@ -64,6 +65,7 @@ GRAMMARS: list[Grammar] = [
     verl.GRAMMAR,
     vits.GRAMMAR,
     torch_memory.GRAMMAR,
+    sb3.GRAMMAR,
     # Late: its needles (` | `, a tab) are common, so it sees only the lines the specific grammars left.
     hf_table.GRAMMAR,
     generic.JSON_GRAMMAR,
