@@ -309,3 +309,49 @@ def test_boxes_without_total_timesteps_and_old_stable_baselines_tables_give_noth
         " --------------------------------------\n"
     )
     assert rows(tmp_path, text) == []
+
+
+def test_dassl_epoch_iteration_meters(tmp_path):
+    # https://github.com/htyao89/KgCoOp/issues/2 (CoOp-family, Dassl.pytorch): tab-separated meters, `current
+    # (average)`; `time`/`data` seconds -> ms; `eta` no metric; step (e - 1) * n + i.
+    text = (
+        "epoch [1/100][1/1]\ttime 1.927 (1.927)\tdata 1.723 (1.723)\teta 0:03:10\tloss 2.7969 (2.7969)\tacc 48.7500 (48.7500)\tlr 2.000000e-03\n"
+        "epoch [46/100][1/1]\ttime 1.111 (1.111)\tdata 0.998 (0.998)\teta 0:01:00\tloss nan (nan)\tacc 85.0000 (85.0000)\tlr 6.686703e-04\n"
+    )
+    assert full(tmp_path, text) == [
+        (1, None, 1, "step_time_ms", 1927.0, "dassl"), (1, None, 1, "data_time_ms", 1723.0, "dassl"),
+        (1, None, 1, "loss", 2.7969, "dassl"), (1, None, 1, "acc", 48.75, "dassl"), (1, None, 1, "lr", 0.002, "dassl"),
+        (2, None, 46, "step_time_ms", 1111.0, "dassl"), (2, None, 46, "data_time_ms", 998.0, "dassl"),
+        (2, None, 46, "loss", NAN, "dassl"), (2, None, 46, "acc", 85.0, "dassl"), (2, None, 46, "lr", 0.0006686703, "dassl")]
+
+
+def test_mmseg_v0_iteration_lines_with_validation_fields(tmp_path):
+    # https://github.com/open-mmlab/mmsegmentation/issues/2300 (mmcv 1.x `Iter [i/N]`, tab after the header;
+    # `*_val` fields a hook added) and https://github.com/open-mmlab/mmsegmentation/issues/2242.
+    text = (
+        "2022-11-12 21:28:32,346 - mmseg - INFO - Iter [2600/120000]\tlr: 9.807e-03, eta: 4:17:15, time: 0.103, data_time: 0.003, "
+        "memory: 6566, decode.loss_ce: 0.1195, decode.acc_seg: 97.6243, aux.loss_ce: 0.0479, aux.acc_seg: 97.6243, loss: 0.1675, "
+        "decode.loss_ce_val: 0.1237, loss_val: 0.1805\n"
+        "2022-10-27 17:28:08,770 - mmseg - INFO - Iter [1100/160000]     lr: 4.366e-05, eta: 6:30:57, time: 0.137, data_time: 0.005, "
+        "memory: 970, decode.loss_ce: 0.0045, decode.acc_seg: 100.0000, loss: nan\n"
+    )
+    assert rows(tmp_path, text) == [
+        (2600, "lr", 0.009807), (2600, "step_time_ms", 103.0), (2600, "data_time_ms", 3.0), (2600, "mem_max_mib", 6566.0),
+        (2600, "decode.loss_ce", 0.1195), (2600, "decode.acc_seg", 97.6243), (2600, "aux.loss_ce", 0.0479),
+        (2600, "aux.acc_seg", 97.6243), (2600, "loss", 0.1675), (2600, "decode.loss_ce_val", 0.1237), (2600, "loss_val", 0.1805),
+        (1100, "lr", 4.366e-05), (1100, "step_time_ms", 137.0), (1100, "data_time_ms", 5.0), (1100, "mem_max_mib", 970.0),
+        (1100, "decode.loss_ce", 0.0045), (1100, "decode.acc_seg", 100.0), (1100, "loss", NAN)]
+
+
+def test_nanogpt_eval_line_between_iteration_lines(tmp_path):
+    # https://github.com/karpathy/nanoGPT/issues/215 (timestamped fork; NaN from iter 3010).
+    text = (
+        "2023-03-22 09:31:56 iter 2990: loss 3.8853, time 1096.65ms, mfu 15.34%\n"
+        "2023-03-22 09:32:32 step 3000: train loss 4.0390, val loss 4.0427\n"
+        "saving checkpoint to out\n"
+        "2023-03-22 09:32:52 iter 3010: loss nan, time 1019.95ms, mfu 14.12%\n"
+    )
+    assert rows(tmp_path, text) == [
+        (2990, "loss", 3.8853), (2990, "step_time_ms", 1096.65), (2990, "mfu", 15.34),
+        (3000, "eval_train_loss", 4.039), (3000, "eval_loss", 4.0427),
+        (3010, "loss", NAN), (3010, "step_time_ms", 1019.95), (3010, "mfu", 14.12)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from parsers.metric_grammars import (
     composer,
+    dassl,
     deepspeed,
     detectron,
     dllogger,
@@ -55,6 +56,7 @@ GRAMMARS: list[Grammar] = [
     olmo.GRAMMAR,
     fairseq.GRAMMAR,
     semseg.GRAMMAR,
+    dassl.GRAMMAR,
     espnet.GRAMMAR,
     icefall.GRAMMAR,
     speechbrain.GRAMMAR,
