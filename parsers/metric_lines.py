@@ -44,6 +44,9 @@ NEEDLES = [n for n in _ALL if not any(o != n and o in n for o in _ALL)]
 _MATCH = {g.name: re.sub(r"\(\?P<\w+>", "(?:", g.match) for g in [*GRAMMARS, tqdm_grammar.GRAMMAR]}
 
 
+_BAR_ANY = re.sub(r"\(\?P<\w+>", "(?:", tqdm_grammar.BAR)
+
+
 def _needle_filter(df: pl.DataFrame, needles: tuple[str, ...]) -> pl.DataFrame:
     return df.filter(pl.col("msg").str.contains_any(list(needles), ascii_case_insensitive=True))
 
@@ -53,7 +56,8 @@ def _split_bars(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
 
     Captured logs glue other output onto a bar state (`...2.26it/s, loss=nan][deepscale] OVERFLOW!`,
     `...it/s]{'loss': ...}`): the bar is read by the tqdm grammar, the rest by the other grammars.
-    A segment that ends with the bar's `]` is only a bar (the usual case) and is not cut.
+    A segment that ends with the bar's `]` and starts with it is only a bar (the usual case) and is not
+    cut; text glued before a bar (its `\r` lost) is cut off and read like text glued after it.
     """
     bar_grammar = tqdm_grammar.GRAMMAR
     maybe = _needle_filter(df, bar_grammar.needles)
@@ -62,7 +66,9 @@ def _split_bars(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     bars = maybe.filter(pl.col("msg").str.contains(_MATCH[bar_grammar.name]))
     if bars.height == 0:
         return bars, df
-    only_bar = bars.get_column("msg").str.ends_with("]")
+    # Only a bar: ends with its `]` and starts at the first non-space (else text was glued before it).
+    msg = bars.get_column("msg")
+    only_bar = msg.str.ends_with("]") & (msg.str.find(_BAR_ANY) <= msg.str.find(r"\S")).fill_null(True)
     glued = bars.filter(~only_bar).select("_i", pl.col("msg").str.replace_all(tqdm_grammar.BAR, " ").str.strip_chars().alias("_rest"))
     rest = df.join(bars.filter(only_bar).select("_i"), on="_i", how="anti", maintain_order="left")
     if glued.height:
@@ -116,7 +122,8 @@ def extract(cand: pl.DataFrame, state: dict) -> pl.DataFrame:
         parts.append(yolo_grammar.table_rows(bars, df, state))
     bars = _bars_needed(bars, df) if bars.height else bars
     if bars.height:
-        states = tqdm_grammar.bar_states(bars)
+        # Offsets of bars restarted each epoch come before any step is read from `n`.
+        states = tqdm_grammar.run_offsets(tqdm_grammar.bar_states(bars), state)
         parts.append(tqdm_grammar.postfix_rows(states, state))
         parts.append(tqdm_grammar.desc_rows(states, state))
         # Bar states of undescribed bars: the step context of HF dicts (see steps.py).

@@ -115,7 +115,10 @@ LOG_PREFIXES: list[tuple[str, str, str]] = [
     # Also Python logging's `%(asctime)s - %(name)s - %(levelname)s - ` and loguru's default
     # `2023-11-29 06:51:23.492 | ERROR    | __main__:<module>:224 - `.
     ("iso", rf"^(?P<ts>\d{{4}}-\d{{2}}-\d{{2}}[T ]\d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d{{1,9}})?(?:Z|[+-]\d{{2}}:?\d{{2}})?)(?:\s*[|-]\s*|\s+)(?:[\w.]+ - {_LVL} - |\[?{_LVL}\]?\s*[:|-]?\s*(?:[\w.<>-]+:[\w.<>-]+:\d+ - |[\w.]+\s*[:|-]\s+)?)?", "ymd"),
-    ("pylogging", rf"^{_LVL}:[\w.]+:", ""),
+    # DDIM-family diffusion code (`%(levelname)s - %(filename)s - %(asctime)s - %(message)s`, [OBS]
+    # JegZheng/truncated-diffusion-probabilistic-models#3): `INFO - diffusion.py - 2023-01-04 22:14:24,391 - `.
+    ("level_file_iso", rf"^{_LVL} - [\w.]+ - (?P<ts>\d{{4}}-\d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}},\d{{3}}) - ", "ymd"),
+    ("pylogging", rf"^{_LVL}:[\w.-]+:", ""),
     ("colossalai", rf"^colossalai - \S+ - {_LVL}: ", ""),
 ]
 

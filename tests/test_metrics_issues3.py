@@ -183,15 +183,34 @@ def test_loss_in_a_user_bar_description_and_a_colon_postfix(tmp_path):
         (4, None, 5 * 189 + 189, "loss", 0.05451, "tqdm_postfix"), (4, None, 5 * 189 + 189, "lr", 0.0033762, "tqdm_postfix")]
 
 
-def test_bar_descriptions_without_a_loss_and_glued_text_give_nothing(tmp_path):
-    # Descriptions naming only the epoch, and another line's text glued before a bar (its `\r` lost,
-    # https://github.com/NVIDIA/DeepLearningExamples/issues/1107) are not description metrics.
+def test_bar_descriptions_without_a_loss_give_nothing(tmp_path):
+    # Descriptions naming only the epoch are not description metrics.
     text = (
         "Epoch 18:  56%|█████▊    | 9/16 [00:00<00:00, 28.19it/s]\n"
         "Training Epoch 3/10: 100%|██████████| 50/50 [00:10<00:00,  5.00it/s]\n"
-        "some text loss: 1.5                        Iteration:  49%|████▉     | 1350/2771 [02:51<02:58,  7.97it/s]\n"
     )
     assert rows(tmp_path, text) == []
+
+
+def test_text_glued_before_a_bar_is_its_own_line(tmp_path):
+    # https://github.com/NVIDIA/DeepLearningExamples/issues/1107: a bar with the DLL line glued after it, then
+    # a DLL line padded with spaces with the next bar state after it on the same line (the paste lost the
+    # `\r`). The second DLL line was swallowed as the bar's description before; now both are read.
+    pad = " " * 97
+    text = (
+        "Iteration:  23%|█████     | 650/2771 [01:23<04:25,  7.98it/s]DLL 2022-04-05 05:10:36.324733 - Training Epoch: 0 "
+        f"Training Iteration: 651  step_loss : 2.0511345863342285  learning_rate : 2.9369138959931797e-05{pad}\n"
+        "DLL 2022-04-05 05:10:42.601126 - Training Epoch: 0 Training Iteration: 701  step_loss : 0.7071369290351868  "
+        f"learning_rate : 2.9064669345999266e-05{pad}Iteration:  27%|█████▉    | 750/2771 [01:38<04:13,  7.97it/s]\n"
+        "some text loss: 1.5                        Iteration:  49%|████▉     | 1350/2771 [02:51<02:58,  7.97it/s]\n"
+    )
+    assert full(tmp_path, text) == [
+        (1, None, 651, "epoch", 0.0, "dllogger"), (1, None, 651, "loss", 2.0511345863342285, "dllogger"),
+        (1, None, 651, "lr", 2.9369138959931797e-05, "dllogger"),
+        (2, None, 701, "epoch", 0.0, "dllogger"), (2, None, 701, "loss", 0.7071369290351868, "dllogger"),
+        (2, None, 701, "lr", 2.9064669345999266e-05, "dllogger"),
+        # The glued head is read as the line it was (the generic reader; no bar description metric).
+        (3, None, 701, "some_text_loss", 1.5, "generic")]
 
 
 def test_dllogger_lines(tmp_path):

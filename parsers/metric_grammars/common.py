@@ -191,3 +191,29 @@ class Grammar:
     needles: tuple[str, ...]
     match: str
     extract: Callable[[pl.DataFrame, dict], pl.DataFrame]
+
+
+def epoch_steps(df: pl.DataFrame, epoch: pl.Expr, batch: pl.Expr, state: dict, key: str) -> pl.Series:
+    """A global step for lines that print only `(epoch, batch index within the epoch)` (ESPnet2, icefall).
+
+    The step is `batch + offset`, the offset of an epoch being the sum of the largest batch index logged in
+    each earlier epoch of the file (kept in `state[key]` across chunks). A log that prints every N batches
+    undercounts an epoch by less than N, and a paste that starts mid-run starts its count at its first
+    epoch; either way steps grow across epochs instead of restarting, and within an epoch they are exact.
+    The Python loop runs once per distinct epoch of the chunk, not per line.
+    """
+    t = df.select(epoch.cast(pl.Int64, strict=False).alias("e"), batch.cast(pl.Int64, strict=False).alias("b"))
+    per = t.drop_nulls().group_by("e", maintain_order=True).agg(pl.col("b").max().alias("mb"))
+    last_e, off, mb = state.get(key, (None, 0, 0))
+    offsets: dict[int, int] = {}
+    for e, m in per.iter_rows():
+        if e == last_e:
+            mb = max(mb, m)
+        else:
+            if last_e is not None:
+                off += mb
+            last_e, mb = e, m
+        offsets.setdefault(e, off)
+    state[key] = (last_e, off, mb)
+    off_col = t.get_column("e").replace_strict(offsets, default=None, return_dtype=pl.Int64)
+    return (t.get_column("b") + off_col).alias("step")

@@ -153,7 +153,8 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     if kv.height == 0:
         return empty_rows()
     gate_name = canonical(pl.col("key"), NAMES)
-    gated = kv.group_by("_i").agg(gate_name.str.contains(GATE).any().alias("_ok")).filter(pl.col("_ok")).select("_i")
+    is_loss = gate_name.str.contains(GATE) | (gate_name.str.starts_with("loss_") & (gate_name != "loss_scale"))
+    gated = kv.group_by("_i").agg(is_loss.any().alias("_ok")).filter(pl.col("_ok")).select("_i")
     residue = (
         df.join(gated, on="_i", how="semi", maintain_order="left")
         .select("_i", pl.col("msg").str.replace_all(KV_PAIR, " ").str.replace_all(r"\[[^\]]*\]|\([^)]*\)", " ")
@@ -183,6 +184,11 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
 EVAL_LINE = r"(?i)^\s*(?:test|val|valid|validation|eval|evaluation)(?: set)?\s*:"
 
 
-KV_MATCH = r"(?i)(?:loss|grad[_ ]norm|gnorm|ppl)\s*[:= ]\s*[-+.\d]|(?:loss|grad[_ ]norm|gnorm|ppl)\s*[:= ]\s*(?:nan|inf)"
+# Also loss components named `loss_<part>` (VITS/RVC `loss_disc=3.859, loss_gen=..`, [OBS] RVC-Project/
+# Retrieval-based-Voice-Conversion-WebUI#507), which the gate takes too (but `loss_scale` alone is no loss).
+KV_MATCH = (
+    r"(?i)(?:loss|grad[_ ]norm|gnorm|ppl)\s*[:= ]\s*[-+.\d]|(?:loss|grad[_ ]norm|gnorm|ppl)\s*[:= ]\s*(?:nan|inf)"
+    r"|\bloss_[a-z]\w*=(?:[-+.\d]|nan|inf)"
+)
 JSON_GRAMMAR = Grammar("json", ('{"',), JSON_MATCH, extract_json)
 KV_GRAMMAR = Grammar("generic", ("loss", "grad_norm", "grad norm", "gnorm"), KV_MATCH, extract_kv)

@@ -38,10 +38,15 @@ from parsers.metric_grammars.common import (
     split_pairs,
 )
 
+# The description holds no run of 3+ spaces but its end (`: ` and the percentage padded to 3): text before such a run is another line glued before the bar
+# (a paste that lost the `\r`: `DLL ... learning_rate : 2.9e-05      Iteration:  25%|..`, [OBS]
+# NVIDIA/DeepLearningExamples#1107), which metric_lines cuts off and reads like text glued after it.
 BAR = (
-    r"(?P<desc>(?:\[[^\]\r]*\]:?\s*)?[^\]\[|%\r]*?)(?:(?P<pct>\d{1,3})%(?:\|[^|\]]*\||\s)\s*(?P<n>\d+)/(?P<total>\d+)|(?P<n2>\d+)(?:it|\s?[a-z]+)?)"
+    r"(?P<desc>(?:\[[^\]\r]*\]:?\s*)?(?:(?:[^\]\[|%\r ]+ {1,2})*?[^\]\[|%\r ]+?)?? {0,3})(?:(?P<pct>\d{1,3})%(?:\|[^|\]]*\||\s)\s*(?P<n>\d+)/(?P<total>\d+)|(?P<n2>\d+)(?:it|\s?[a-z]+)?)"
     r"\s*\[(?P<el>[\d:]+)(?:<[\d:?]+)?,\s*(?P<rate>[^,\]]*?(?:it/s|s/it|/s|s/[a-z]+))(?P<post>(?:, [^\]]*)?)\]"
 )
+# The description as the bar's whole line head, padding included: YOLO tables print an epoch's values there.
+BAR_WIDE = BAR.replace(r"(?:(?:[^\]\[|%\r ]+ {1,2})*?[^\]\[|%\r ]+?)?? {0,3}", r"[^\]\[|%\r]*?", 1)
 MATCH = r"(?:\d%(?:\|[^|\]]*\||\s)\s*\d+/\d+|\d+(?:it|\s?[a-z]+)?)\s*\[[\d:]+(?:<[\d:?]+)?,\s*[^,\]]*?(?:it/s|s/it|/s|s/[a-z]+)"
 POSTFIX_NAMES = {
     "train_loss": "loss",
@@ -66,17 +71,20 @@ BAR_NAME = "_bar"
 _OPEN = r"\[[\d:]+(?:<[\d:?]+)?,"
 
 
-def bar_states(df: pl.DataFrame) -> pl.DataFrame:
-    """One row per bar state (several per segment when `\\r` was lost): _i, _b (order), rank, desc, n, total, post."""
+def bar_states(df: pl.DataFrame, wide: bool = False) -> pl.DataFrame:
+    """One row per bar state (several per segment when `\\r` was lost): _i, _b (order), rank, desc, n, total, post.
+
+    wide: descriptions may hold runs of spaces (BAR_WIDE, for YOLO table rows)."""
+    BAR = BAR_WIDE if wide else globals()["BAR"]  # noqa: N806
     many = df.get_column("msg").str.count_matches(_OPEN) > 1
-    parts = [df.filter(~many).select("_i", "rank", pl.col("msg").str.extract_groups(BAR).alias("_s")).unnest("_s")]
+    parts = [df.filter(~many).select("_i", "rank", pl.col("line").alias("_line"), pl.col("msg").str.extract_groups(BAR).alias("_s")).unnest("_s")]
     if many.any():
         glued = (
             df.filter(many)
-            .select("_i", "rank", pl.col("msg").str.extract_all(BAR).alias("_s"))
+            .select("_i", "rank", pl.col("line").alias("_line"), pl.col("msg").str.extract_all(BAR).alias("_s"))
             .explode("_s")
             .filter(pl.col("_s").is_not_null())
-            .select("_i", "rank", pl.col("_s").str.extract_groups(BAR))
+            .select("_i", "rank", "_line", pl.col("_s").str.extract_groups(BAR))
             .unnest("_s")
         )
         parts.append(glued)
@@ -89,13 +97,62 @@ def bar_states(df: pl.DataFrame) -> pl.DataFrame:
     else:
         states = states.with_columns(pl.lit(None, pl.Int64).alias("_tt"))
     return states.select(
-        "_i", "_b", "rank",
+        "_i", "_b", "rank", "_line",
         pl.col("desc").str.strip_chars().str.strip_chars_end(":").str.strip_chars().alias("desc"),
         pl.coalesce(pl.col("n"), pl.col("n2")).cast(pl.Int64, strict=False).alias("n"),
         pl.col("total").cast(pl.Int64, strict=False).alias("total"),
         pl.col("post"),
         "_tt",
     )
+
+
+def run_offsets(states: pl.DataFrame, state: dict) -> pl.DataFrame:
+    """`states` plus `_off`: batches done by earlier runs of the same bar, so that a bar restarted every
+    epoch without naming it (`100%|..| 190/190 [.., train_loss=0.945]` once per epoch, [OBS]
+    speechbrain/speechbrain PR#2216; `Loss: 0.52: : 11it [..]`, [OBS] primepake/wav2lip_288x288#33) counts
+    on (`n + _off`) instead of repeating its steps.
+
+    A bar is (rank, description with digits masked, total). A state starts a new run when its `n` is below
+    the previous state's, or when a finished bar (or one without a total) shows the same `n` on another
+    physical line with other text (a redraw of one step stays on its line or repeats its text; a finished
+    bar printed again with new values is the next epoch's). `state["tqdm_runs"]` carries each bar's last (n, text, offset) across chunks.
+    """
+    key = ["rank", "_dk", "total"]
+    # Only states that give rows read a step from `n`: those with a postfix or a loss in the description
+    # (the many bare HF bar states are skipped, and get no offset).
+    # Lightning's `Epoch N` bars take their step from N (postfix_rows), not from an offset.
+    used = ((pl.col("post").str.len_bytes() > 0) | pl.col("desc").str.contains("oss", literal=True)) & ~pl.col("desc").str.starts_with("Epoch ")
+    full_states = states
+    states = states.filter(used)
+    if states.height == 0:
+        return full_states.with_columns(pl.lit(0, pl.Int64).alias("_off"))
+    st = states.with_columns(
+        pl.col("desc").str.replace_all(r"\d+", "#").alias("_dk"),
+        (pl.col("desc") + pl.col("post").fill_null("")).alias("_txt"),
+    ).sort("_b")
+    runs: dict = state.setdefault("tqdm_runs", {})
+    if runs:
+        prev = pl.DataFrame(
+            [{"rank": k[0], "_dk": k[1], "total": k[2], "_pn": v[0], "_pt": v[1], "_po": v[2]} for k, v in runs.items()],
+            schema={"rank": pl.Int32, "_dk": pl.String, "total": pl.Int64, "_pn": pl.Int64, "_pt": pl.String, "_po": pl.Int64},
+        )
+        st = st.join(prev, on=key, how="left", nulls_equal=True, maintain_order="left")
+    else:
+        st = st.with_columns(pl.lit(None, pl.Int64).alias("_pn"), pl.lit(None, pl.String).alias("_pt"), pl.lit(None, pl.Int64).alias("_po"))
+    first = pl.int_range(pl.len()).over(key) == 0
+    pn = pl.when(first).then(pl.col("_pn")).otherwise(pl.col("n").shift(1).over(key))
+    pt = pl.when(first).then(pl.col("_pt")).otherwise(pl.col("_txt").shift(1).over(key))
+    same_line = pl.when(first).then(False).otherwise(pl.col("_line").shift(1).over(key) == pl.col("_line"))
+    # Equal `n` on a new line with new text: the next run only for a finished bar (`n == total`) or one
+    # without a total; an unfinished bar is redrawn with its new postfix (diffusers: `update` then `set_postfix`).
+    done = pl.col("total").is_null() | (pl.col("n") == pl.col("total"))
+    restart = (pl.col("n") < pn) | ((pl.col("n") == pn) & done & ~same_line & (pl.col("_txt") != pt))
+    added = pl.when(restart.fill_null(False)).then(pn).otherwise(0)
+    st = st.with_columns((added.cum_sum().over(key) + pl.col("_po").fill_null(0).first().over(key)).alias("_off"))
+    for r in st.group_by(key).agg(pl.col("n").last(), pl.col("_txt").last(), pl.col("_off").last()).iter_rows():
+        runs[(r[0], r[1], r[2])] = (r[3], r[4], r[5])
+    off = st.select("_b", "_off")
+    return full_states.join(off, on="_b", how="left", maintain_order="left").with_columns(pl.col("_off").fill_null(0))
 
 
 def postfix_rows(states: pl.DataFrame, state: dict) -> pl.DataFrame:
@@ -115,7 +172,7 @@ def postfix_rows(states: pl.DataFrame, state: dict) -> pl.DataFrame:
     )
     epoch = pl.col("desc").str.extract(r"^Epoch (\d+)$", 1).cast(pl.Int64, strict=False)
     kv = kv.join(step_key, on="_b", how="left", maintain_order="left").with_columns(
-        pl.coalesce(pl.col("_ps"), epoch * pl.col("total") + pl.col("n"), pl.col("n")).alias("step"),
+        pl.coalesce(pl.col("_ps"), epoch * pl.col("total") + pl.col("n"), pl.col("n") + _off(kv)).alias("step"),
         pl.col("desc").str.replace_all(r"\d+", "#").alias("_dk"),
     )
     # Lightning <= 1.9 adds a running-mean `loss` beside the logged `train_loss`: when a state holds
@@ -168,7 +225,7 @@ def desc_rows(states: pl.DataFrame, state: dict) -> pl.DataFrame:
     kv = kv.join(per, on="_b", how="left", maintain_order="left")
     tt = pl.col("_tt") if "_tt" in kv.columns else pl.lit(None, pl.Int64)
     is_eval = pl.col("desc").str.contains(r"(?i)^(?:valid|val\b|eval|test)")
-    step = pl.coalesce(tt, pl.col("_st"), pl.col("_ep") * pl.col("total") + pl.col("n"), pl.col("n")).cast(pl.Int64, strict=False)
+    step = pl.coalesce(tt, pl.col("_st"), pl.col("_ep") * pl.col("total") + pl.col("n"), pl.col("n") + _off(kv)).cast(pl.Int64, strict=False)
     name = pl.when(pl.col("_k").str.ends_with("epoch")).then(pl.lit("epoch")).otherwise(canonical(pl.col("key"), POSTFIX_NAMES))
     rows = (
         kv.filter(
@@ -187,6 +244,11 @@ def desc_rows(states: pl.DataFrame, state: dict) -> pl.DataFrame:
     )
     out = _dedupe(rows.sort("_b"), state, "tqdm_desc", keep=["_eval"])
     return out.with_columns(pl.when(pl.col("_eval")).then(None).otherwise(pl.col("step")).alias("step")).drop("_eval").cast(ROW_SCHEMA)
+
+
+def _off(df: pl.DataFrame) -> pl.Expr:
+    """The run offset of `run_offsets` (0 when the states did not go through it)."""
+    return pl.col("_off") if "_off" in df.columns else pl.lit(0, pl.Int64)
 
 
 def _dedupe(rows: pl.DataFrame, state: dict, source: str = "tqdm_postfix", keep: list[str] | None = None) -> pl.DataFrame:

@@ -41,7 +41,7 @@ def table_rows(bars: pl.DataFrame, df: pl.DataFrame, state: dict) -> pl.DataFram
     rows_bars = bars.filter(pl.col("msg").str.contains(ROW))
     if rows_bars.height == 0:
         return empty_rows()
-    states = tqdm_grammar.bar_states(rows_bars).join(rows_bars.select("_i", "line"), on="_i", how="left")
+    states = tqdm_grammar.bar_states(rows_bars, wide=True).join(rows_bars.select("_i", "line"), on="_i", how="left")
     cols = headers.select(
         pl.col("line").alias("_hl"),
         pl.col("msg").str.strip_chars().str.to_lowercase().str.split(" ").list.eval(pl.element().filter(pl.element() != "")).alias("_cols"),
