@@ -92,7 +92,8 @@ def detect_dumps(ctx: Context, th: dict) -> Detection | None:
 @PLAYBOOK.detector(("metrics",))
 def detect_stalled_rank(ctx: Context, th: dict) -> Detection | None:
     """A rank whose progress lines end long before the rest of the run's logs."""
-    m = ctx.metrics.filter(pl.col("rank").is_not_null() & pl.col("step").is_not_null())
+    m = ctx.metrics_select("file", "line", "ts", "rank", "step", "name", "value",
+                           where=pl.col("rank").is_not_null() & pl.col("step").is_not_null())
     if m.height == 0 or m.get_column("rank").n_unique() < 2:
         return None
     last = m.sort("line").group_by("rank").agg(
@@ -144,7 +145,7 @@ def detect_stalled_then_killed(ctx: Context, th: dict) -> Detection | None:
     kill = _kill_times(ctx.events_of(*KILL_CODES))
     if kill.height == 0:
         return None
-    m = ctx.metrics.filter(pl.col("step").is_not_null() & pl.col("ts").is_not_null())
+    m = ctx.metrics_select(where=pl.col("step").is_not_null() & pl.col("ts").is_not_null())
     if m.height == 0:
         return None
     killed_at = kill.get_column("ts").min()
@@ -154,7 +155,10 @@ def detect_stalled_then_killed(ctx: Context, th: dict) -> Detection | None:
     m = m.filter(pl.col("ts") <= killed_at)
     if m.height == 0:
         return None
-    progress = m.group_by("file", "line").agg(pl.col("ts").first(), pl.col("step").first(), pl.col("rank").first()).sort("ts")
+    # Ordered (table order breaks ties in time): ranks that log their last step at the same instant
+    # must not make the quoted line depend on hash order.
+    progress = m.group_by("file", "line", maintain_order=True).agg(
+        pl.col("ts").first(), pl.col("step").first(), pl.col("rank").first()).sort("ts", maintain_order=True)
     last_ts = progress.get_column("ts").max()
     silence = (killed_at - last_ts).total_seconds()
     gaps = progress.sort("file", "line").with_columns(pl.col("ts").diff().over("file").dt.total_seconds().alias("gap"))
