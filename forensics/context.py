@@ -34,7 +34,7 @@ class Context:
     def table(self, name: str) -> pl.DataFrame:
         """A table as a polars frame, with dictionary columns as plain strings."""
         if name not in self._frames:
-            self._frames[name] = _plain(self._stored(name))
+            self._frames[name] = plain(self._stored(name))
         return self._frames[name]
 
     def _stored(self, name: str) -> pl.DataFrame:
@@ -63,15 +63,17 @@ class Context:
         """The metrics rows of some names, in table order, with plain-string columns: the same rows as
         `metrics.filter(name in names)` without turning the whole table into strings."""
         wanted = [names] if isinstance(names, str) else list(names)
-        return _plain(self._stored("metrics").filter(pl.col("name").is_in(wanted)))
+        return plain(self._stored("metrics").filter(pl.col("name").is_in(wanted)))
 
-    def metrics_select(self, *cols: str, where: pl.Expr | None = None) -> pl.DataFrame:
+    def metrics_select(self, *cols: str, where: pl.Expr | None = None, strings: bool = True) -> pl.DataFrame:
         """Some columns of the metrics rows that satisfy `where`, in table order, with plain strings
-        (what `metrics.filter(where).select(cols)` gives, for the rows and columns asked for only)."""
+        (what `metrics.filter(where).select(cols)` gives, for the rows and columns asked for only).
+        With `strings=False` the dictionary columns stay categorical (cast what you keep with `plain`)."""
         lf = self._stored("metrics").lazy()
         if where is not None:
             lf = lf.filter(where)
-        return _plain(lf.select(cols or pl.all()).collect())
+        df = lf.select(cols or pl.all()).collect()
+        return plain(df) if strings else df
 
     def has(self, name: str) -> bool:
         """Whether the table has any rows."""
@@ -119,7 +121,7 @@ class Context:
         return self.metric_rows(name).sort(["file", "line"])
 
 
-def _plain(df: pl.DataFrame) -> pl.DataFrame:
+def plain(df: pl.DataFrame) -> pl.DataFrame:
     """Categorical columns as plain strings."""
     return df.with_columns(pl.col(pl.Categorical).cast(pl.String))
 

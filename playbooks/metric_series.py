@@ -22,6 +22,8 @@ GRAD_NORM = ("grad_norm",)
 LR = ("lr",)
 LOSS_SCALE = ("loss_scale",)
 STEP_TIME = ("step_time_ms",)
+# Series read by several playbooks: computed once per run (see `series`).
+SHARED = frozenset(LOSS + GRAD_NORM + LR + LOSS_SCALE + STEP_TIME)
 
 # Vocabulary sizes of widely used tokenizers: a loss flat at ln(V) for one of these means uniform
 # prediction (BERT, LLaMA/Mistral, Phi-3, T5, StarCoder, GPT-2/NeoX, Yi, Falcon, cl100k, DeepSeek,
@@ -59,8 +61,12 @@ def series(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bo
     if not have:
         return ts.series(pl.DataFrame(), "none")
     name = have[0]
-    return ctx.memo(("series", name, finite, dedupe),
-                    lambda: ts.series(ctx.metric_rows(name), name, finite=finite, dedupe=dedupe))
+
+    def compute() -> pl.DataFrame:
+        return ts.series(ctx.metric_rows(name), name, finite=finite, dedupe=dedupe)
+
+    # Only the series many playbooks read are kept: the others would hold memory for nothing.
+    return ctx.memo(("series", name, finite, dedupe), compute) if name in SHARED else compute()
 
 
 def quote(rows: pl.DataFrame, limit: int = 8) -> list[Evidence]:

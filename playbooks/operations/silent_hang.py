@@ -6,7 +6,7 @@ import datetime as dt
 
 import polars as pl
 
-from forensics.context import Context, evidence_rows
+from forensics.context import Context, evidence_rows, plain
 from playbooks.base import Playbook, Threshold, declare
 from playbooks.evidence import detection, events, first_message
 from playbooks.fields import field
@@ -92,14 +92,15 @@ def detect_dumps(ctx: Context, th: dict) -> Detection | None:
 @PLAYBOOK.detector(("metrics",))
 def detect_stalled_rank(ctx: Context, th: dict) -> Detection | None:
     """A rank whose progress lines end long before the rest of the run's logs."""
-    m = ctx.metrics_select("file", "line", "ts", "rank", "step", "name", "value",
-                           where=pl.col("rank").is_not_null() & pl.col("step").is_not_null())
+    # Only the columns needed, file still categorical: a big run has millions of progress rows.
+    m = ctx.metrics_select("file", "line", "ts", "rank", "step",
+                           where=pl.col("rank").is_not_null() & pl.col("step").is_not_null(), strings=False)
     if m.height == 0 or m.get_column("rank").n_unique() < 2:
         return None
-    last = m.sort("line").group_by("rank").agg(
+    last = plain(m.sort("line").group_by("rank").agg(
         pl.col("step").max().alias("last_step"), pl.col("ts").max().alias("last_ts"),
         pl.col("file").last().alias("file"), pl.col("line").max().alias("line"),
-    )
+    ))
     ev = ctx.events
     # Only the others' progress counts as the run going on: when every rank stops at the same point and
     # the others then time out in the collective, the timeout finding reports the rank that never came.
@@ -124,7 +125,8 @@ def detect_stalled_rank(ctx: Context, th: dict) -> Detection | None:
     if not stalled or len(stalled) == last.height:
         return None
     first = min(stalled, key=lambda r: (r["last_step"], r["rank"]))
-    rows = m.filter((pl.col("rank") == first["rank"]) & (pl.col("line") == first["line"]))
+    rows = ctx.metrics_select("file", "line", "ts", "rank", "step", "name", "value", where=(
+        pl.col("rank").is_not_null() & pl.col("step").is_not_null() & (pl.col("rank") == first["rank"]) & (pl.col("line") == first["line"])))
     ranks = [r["rank"] for r in stalled]
     gap = f", {(run_end - first['last_ts']).total_seconds() / 60:.0f} min before the others' last progress line" if run_end is not None and first["last_ts"] is not None else ""
     return Detection(
