@@ -212,7 +212,12 @@ def series(
     if finite:
         df = df.filter(pl.col("value").is_finite())
     if dedupe:
-        df = df.unique(subset=["rank", "step"], keep="last", maintain_order=True)
+        # The last row of each (rank, step) in file/line order: sorted by rank, step and position,
+        # a row is kept when the next one has another rank or step. The same rows as
+        # unique(keep="last") (a null rank is one group, as there), at a fraction of its memory.
+        df = (df.with_row_index("_i").sort("rank", "step", "_i", nulls_last=True)
+              .filter(pl.col("rank").ne_missing(pl.col("rank").shift(-1)) | pl.col("step").ne_missing(pl.col("step").shift(-1)))
+              .drop("_i"))
     cols = [c for c in SERIES_COLS if c in df.columns] + [c for c in ("name", "source") if c in df.columns]
     return df.select(cols).sort("rank", "step", nulls_last=True)
 
