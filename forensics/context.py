@@ -65,6 +65,11 @@ class Context:
         wanted = [names] if isinstance(names, str) else list(names)
         return plain(self._stored("metrics").filter(pl.col("name").is_in(wanted)))
 
+    def metrics_lazy(self) -> pl.LazyFrame:
+        """The metrics table as a lazy frame with categorical dictionary columns (for aggregations
+        over the whole table; `plain` what is kept)."""
+        return self._stored("metrics").lazy()
+
     def metrics_select(self, *cols: str, where: pl.Expr | None = None, strings: bool = True) -> pl.DataFrame:
         """Some columns of the metrics rows that satisfy `where`, in table order, with plain strings
         (what `metrics.filter(where).select(cols)` gives, for the rows and columns asked for only).

@@ -92,19 +92,20 @@ def detect_dumps(ctx: Context, th: dict) -> Detection | None:
 @PLAYBOOK.detector(("metrics",))
 def detect_stalled_rank(ctx: Context, th: dict) -> Detection | None:
     """A rank whose progress lines end long before the rest of the run's logs."""
-    # Only the columns needed, file still categorical: a big run has millions of progress rows.
-    m = ctx.metrics_select("file", "line", "ts", "rank", "step",
-                           where=pl.col("rank").is_not_null() & pl.col("step").is_not_null(), strings=False)
-    if m.height == 0 or m.get_column("rank").n_unique() < 2:
+    # Aggregated lazily over the stored table: a big run has millions of progress rows.
+    m = ctx.metrics_lazy().filter(pl.col("rank").is_not_null() & pl.col("step").is_not_null())
+    size = m.select(pl.len().alias("n"), pl.col("rank").n_unique().alias("ranks"), pl.col("ts").max().alias("end")).collect().row(0)
+    if size[0] == 0 or size[1] < 2:
         return None
-    last = plain(m.sort("line").group_by("rank").agg(
+    # The file of each rank's last line (its highest line number), without sorting millions of rows.
+    last = plain(m.group_by("rank").agg(
         pl.col("step").max().alias("last_step"), pl.col("ts").max().alias("last_ts"),
-        pl.col("file").last().alias("file"), pl.col("line").max().alias("line"),
-    ))
+        pl.col("file").get(pl.col("line").arg_max()).alias("file"), pl.col("line").max().alias("line"),
+    ).collect())
     ev = ctx.events
     # Only the others' progress counts as the run going on: when every rank stops at the same point and
     # the others then time out in the collective, the timeout finding reports the rank that never came.
-    run_end = m.get_column("ts").max()
+    run_end = size[2]
     max_step = last.get_column("last_step").max()
     stalled = []
     for row in last.sort("rank").iter_rows(named=True):
