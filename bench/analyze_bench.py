@@ -75,7 +75,9 @@ def ensure_cache(run: Path, cache_dir: Path) -> None:
     sys.path.insert(0, str(REPO))
     from forensics import cache
 
-    if cache.load(run, cache_dir) is not None:
+    manifest = cache_dir / cache.MANIFEST
+    # The fingerprint only (cache.load would read every table into this process for nothing).
+    if manifest.is_file() and json.loads(manifest.read_text()).get("fingerprint") == cache.fingerprint(run):
         return
     print(f"ingesting {run} into {cache_dir} (once)")
     subprocess.run([sys.executable, "-m", "forensics", "ingest", str(run), "-o", str(cache_dir), "-q"], check=True, cwd=REPO)
