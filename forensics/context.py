@@ -17,19 +17,68 @@ EVENT_SOURCES = ("text_log", "torchelastic_error")
 
 @dataclass
 class Context:
-    """The evidence tables of one run (and, for comparisons, of a baseline run)."""
+    """The evidence tables of one run (and, for comparisons, of a baseline run).
+
+    The metrics table of a big run has tens of millions of rows: detectors read it through
+    `metric_names`, `metric_rows`, `metrics_select` and `memo` (one series per metric, shared by
+    every playbook), which keep its dictionary columns categorical and turn only the rows and
+    columns asked for into plain strings. `table("metrics")` / `metrics` still give the whole
+    table with plain strings, for small runs and tests.
+    """
 
     run: Run
     baseline: Context | None = None
     _frames: dict[str, pl.DataFrame] = field(default_factory=dict)
+    _memo: dict[tuple, object] = field(default_factory=dict, repr=False)
 
     def table(self, name: str) -> pl.DataFrame:
         """A table as a polars frame, with dictionary columns as plain strings."""
         if name not in self._frames:
+            self._frames[name] = plain(self._stored(name))
+        return self._frames[name]
+
+    def _stored(self, name: str) -> pl.DataFrame:
+        """A table as polars with its dictionary columns still categorical (shares the Arrow buffers)."""
+        key = ("stored", name)
+        if key not in self._memo:
             df = pl.from_arrow(self.run.table(name))
             assert isinstance(df, pl.DataFrame)
-            self._frames[name] = df.with_columns(pl.col(pl.Categorical).cast(pl.String))
-        return self._frames[name]
+            self._memo[key] = df
+        return self._memo[key]  # type: ignore[return-value]
+
+    def memo(self, key: tuple, compute):
+        """The value of `compute()` computed once per context under `key` (frames are immutable, so
+        playbooks can share them)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    @property
+    def metric_names(self) -> set[str]:
+        """The metric names present (nulls excluded)."""
+        return self.memo(("metric_names",), lambda: set(
+            self._stored("metrics").get_column("name").unique().drop_nulls().cast(pl.String).to_list()))
+
+    def metric_rows(self, names: str | list[str] | tuple[str, ...]) -> pl.DataFrame:
+        """The metrics rows of some names, in table order, with plain-string columns: the same rows as
+        `metrics.filter(name in names)` without turning the whole table into strings."""
+        wanted = [names] if isinstance(names, str) else list(names)
+        return plain(self._stored("metrics").filter(pl.col("name").is_in(wanted)))
+
+    def metrics_lazy(self) -> pl.LazyFrame:
+        """The metrics table as a lazy frame with categorical dictionary columns (for aggregations
+        over the whole table; `plain` what is kept)."""
+        return self._stored("metrics").lazy()
+
+    def metrics_select(self, *cols: str, where: pl.Expr | None = None, strings: bool = True) -> pl.DataFrame:
+        """Some columns of the metrics rows that satisfy `where`, in table order, with plain strings
+        (what `metrics.filter(where).select(cols)` gives, for the rows and columns asked for only).
+        With `strings=False` the dictionary columns stay categorical (cast what you keep with `plain`)."""
+        lf = self._stored("metrics").lazy()
+        if where is not None:
+            lf = lf.filter(where)
+        df = lf.select(cols or pl.all()).collect()
+        return plain(df) if strings else df
 
     def has(self, name: str) -> bool:
         """Whether the table has any rows."""
@@ -74,7 +123,12 @@ class Context:
 
     def metric(self, name: str) -> pl.DataFrame:
         """Rows of one canonical metric, in file and line order."""
-        return self.metrics.filter(pl.col("name") == name).sort(["file", "line"])
+        return self.metric_rows(name).sort(["file", "line"])
+
+
+def plain(df: pl.DataFrame) -> pl.DataFrame:
+    """Categorical columns as plain strings."""
+    return df.with_columns(pl.col(pl.Categorical).cast(pl.String))
 
 
 def sort_by_onset(df: pl.DataFrame) -> pl.DataFrame:

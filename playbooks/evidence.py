@@ -31,7 +31,7 @@ def ranks_of(ev: pl.DataFrame) -> list[int]:
     """The distinct ranks of some rows, sorted."""
     if "rank" not in ev.columns:
         return []
-    return sorted({int(r) for r in ev.get_column("rank").to_list() if r is not None})
+    return sorted({int(r) for r in ev.get_column("rank").unique().to_list() if r is not None})
 
 
 def ranks_text(ranks: list[int]) -> str:

@@ -28,10 +28,9 @@ def physical(ctx: Context) -> pl.DataFrame:
 
 def training_window(ctx: Context) -> tuple[dt.datetime, dt.datetime] | None:
     """First and last logged training step (time-stamped step metrics), or None when the logs do not say."""
-    m = ctx.metrics
-    if m.height == 0:
+    if not ctx.has("metrics"):
         return None
-    steps = m.filter(pl.col("step").is_not_null() & pl.col("ts").is_not_null() & (pl.col("name") != "eval_loss"))
+    steps = ctx.metrics_select("ts", where=pl.col("step").is_not_null() & pl.col("ts").is_not_null() & (pl.col("name") != "eval_loss"))
     if steps.height < 2:
         return None
     lo, hi = steps.get_column("ts").min(), steps.get_column("ts").max()
@@ -155,7 +154,7 @@ def time_of(ctx: Context, file: str, line: int) -> dt.datetime | None:
     """The time of a log line: its own, else that of the nearest earlier time-stamped row of the same file."""
     best = None
     for name in ("events", "metrics"):
-        t = ctx.table(name)
+        t = ctx.table(name) if name == "events" else ctx.metrics_select("file", "line", "ts")
         if t.height == 0:
             continue
         hit = t.filter((pl.col("file") == file) & (pl.col("line") <= line) & pl.col("ts").is_not_null())

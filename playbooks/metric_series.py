@@ -22,6 +22,8 @@ GRAD_NORM = ("grad_norm",)
 LR = ("lr",)
 LOSS_SCALE = ("loss_scale",)
 STEP_TIME = ("step_time_ms",)
+# Series read by several playbooks: computed once per run (see `series`).
+SHARED = frozenset(LOSS + GRAD_NORM + LR + LOSS_SCALE + STEP_TIME)
 
 # Vocabulary sizes of widely used tokenizers: a loss flat at ln(V) for one of these means uniform
 # prediction (BERT, LLaMA/Mistral, Phi-3, T5, StarCoder, GPT-2/NeoX, Yi, Falcon, cl100k, DeepSeek,
@@ -35,7 +37,7 @@ def names_like(ctx: Context, pattern: str, exclude: str | None = None) -> list[s
     """Metric names present in the run that match a regex (case-insensitive), minus `exclude`."""
     if not ctx.has("metrics"):
         return []
-    present = ctx.metrics.get_column("name").unique().drop_nulls().to_list()
+    present = ctx.metric_names
     rx = re.compile(pattern, re.I)
     ex = re.compile(exclude, re.I) if exclude else None
     return sorted(n for n in present if rx.search(n) and not (ex and ex.search(n)))
@@ -45,17 +47,26 @@ def present(ctx: Context, names: tuple[str, ...] | list[str]) -> list[str]:
     """Which of `names` the run logs."""
     if not ctx.has("metrics"):
         return []
-    have = set(ctx.metrics.get_column("name").unique().drop_nulls().to_list())
+    have = ctx.metric_names
     return [n for n in names if n in have]
 
 
-def series(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bool = False) -> pl.DataFrame:
-    """The clean series of the first name in `names` that the run logs (see timeseries.series)."""
+def series(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bool = False,
+           dedupe: bool = True) -> pl.DataFrame:
+    """The clean series of the first name in `names` that the run logs (see timeseries.series).
+
+    Computed once per run and shared by every playbook that asks (a big run's loss has millions of rows)."""
     wanted = [names] if isinstance(names, str) else list(names)
     have = present(ctx, wanted)
     if not have:
         return ts.series(pl.DataFrame(), "none")
-    return ts.series(ctx.metrics, have[0], finite=finite)
+    name = have[0]
+
+    def compute() -> pl.DataFrame:
+        return ts.series(ctx.metric_rows(name), name, finite=finite, dedupe=dedupe)
+
+    # Only the series many playbooks read are kept: the others would hold memory for nothing.
+    return ctx.memo(("series", name, finite, dedupe), compute) if name in SHARED else compute()
 
 
 def quote(rows: pl.DataFrame, limit: int = 8) -> list[Evidence]:

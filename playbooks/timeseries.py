@@ -212,7 +212,12 @@ def series(
     if finite:
         df = df.filter(pl.col("value").is_finite())
     if dedupe:
-        df = df.unique(subset=["rank", "step"], keep="last", maintain_order=True)
+        # The last row of each (rank, step) in file/line order: sorted by rank, step and position,
+        # a row is kept when the next one has another rank or step. The same rows as
+        # unique(keep="last") (a null rank is one group, as there), at a fraction of its memory.
+        df = (df.with_row_index("_i").sort("rank", "step", "_i", nulls_last=True)
+              .filter(pl.col("rank").ne_missing(pl.col("rank").shift(-1)) | pl.col("step").ne_missing(pl.col("step").shift(-1)))
+              .drop("_i"))
     cols = [c for c in SERIES_COLS if c in df.columns] + [c for c in ("name", "source") if c in df.columns]
     return df.select(cols).sort("rank", "step", nulls_last=True)
 
@@ -307,10 +312,46 @@ def _window_stats(win: np.ndarray, nan: bool) -> tuple[np.ndarray, np.ndarray]:
     return m, med_f(np.abs(win - m[:, None]), axis=1)
 
 
+def _trailing_median(x: np.ndarray, window: int) -> np.ndarray:
+    """For each point i >= `window`, the median of x[i-window:i]; NaN before.
+
+    The same floats as numpy's median (the mean of the two middle order statistics, or the middle
+    one), from polars' rolling order statistics, which pick values without arithmetic: O(n log w)
+    instead of a partition of every window."""
+    n = len(x)
+    med = np.full(n, np.nan)
+    if n > window:
+        v = pl.Series(x[:-1], dtype=pl.Float64)
+        lo = v.rolling_quantile(0.5, "lower", window_size=window).to_numpy()[window - 1:]
+        hi = v.rolling_quantile(0.5, "higher", window_size=window).to_numpy()[window - 1:]
+        med[window:] = (lo + hi) / 2  # numpy's median is mean(lo, hi): (lo + hi) / 2, also when lo == hi
+    return med
+
+
+def _trailing_mad(x: np.ndarray, med: np.ndarray, window: int, rows: np.ndarray, chunk: int = 50000) -> np.ndarray:
+    """The MAD of the full trailing windows of the points `rows` (all >= `window`), around `med`."""
+    full = sliding_window_view(x, window)  # full[j] = x[j:j+window], the window before point j+window
+    out = np.empty(len(rows))
+    for a in range(0, len(rows), chunk):
+        idx = rows[a:a + chunk]
+        out[a:a + chunk] = np.median(np.abs(full[idx - window] - med[idx][:, None]), axis=1)
+    return out
+
+
 def _trailing_stats(x: np.ndarray, window: int, min_points: int, chunk: int = 50000) -> tuple[np.ndarray, np.ndarray]:
     """Exact median and MAD over the `window` values before each point (numpy sliding windows, in
     chunks to bound memory); NaN where fewer than `min_points`. Only the first `window` points have
     partial windows (NaN-aware, slower); the rest are full."""
+    n = len(x)
+    med, mad = _trailing_head(x, window, min_points)
+    if n > window:
+        med[window:] = _trailing_median(x, window)[window:]
+        mad[window:] = _trailing_mad(x, med, window, np.arange(window, n), chunk)
+    return med, mad
+
+
+def _trailing_head(x: np.ndarray, window: int, min_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Median and MAD of the partial windows of the first `window` points (NaN elsewhere)."""
     n = len(x)
     med, mad = np.full(n, np.nan), np.full(n, np.nan)
     head = min(n, window)
@@ -320,11 +361,6 @@ def _trailing_stats(x: np.ndarray, window: int, min_points: int, chunk: int = 50
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             med[min_points:head], mad[min_points:head] = _window_stats(win, nan=True)
-    if n > window:
-        full = sliding_window_view(x, window)  # full[j] = x[j:j+window], the window before point j+window
-        for a in range(window, n, chunk):
-            b = min(n, a + chunk)
-            med[a:b], mad[a:b] = _window_stats(full[a - window:b - window], nan=False)
     return med, mad
 
 
@@ -341,25 +377,58 @@ def robust_z(s: pl.DataFrame, window: int = 50, min_points: int = 10,
     (the median of the 5 points before it), in sigma units (q / z(q)): mini-batch losses are
     right-skewed, and their ordinary upper tail is not a spike. Windows with fewer than `min_points` values give no z. Non-finite rows are dropped.
     """
+    return _robust_z(s, window, min_points, rel_floor, abs_floor, upper_q)
+
+
+def _robust_z(s: pl.DataFrame, window: int, min_points: int, rel_floor: float, abs_floor: float,
+              upper_q: float | None, beyond: tuple[float, str] | None = None) -> pl.DataFrame:
+    """robust_z; with `beyond` = (k, direction), the MAD (and so z) only of the points that can be
+    `k` robust deviations out in that direction: the others get a null z.
+
+    Which points can: the scale is the largest of 1.4826 * MAD and the floors, so |value - median|
+    over the largest floor bounds |z| from above (division rounds monotonically); a point whose
+    bound is not above k is no spike whatever its MAD. The MAD, a median per window, is the
+    costly part; the bound needs only the rolling median, and few points pass it."""
     f = _ensure_cols(s).filter(pl.col("value").is_finite()).sort("rank", "step", nulls_last=True)
-    meds: list[np.ndarray] = []
-    mads: list[np.ndarray] = []
     parts = f.partition_by("rank", maintain_order=True) if f.height else []
-    for part in parts:
-        m, d = _trailing_stats(part.get_column("value").to_numpy(), window, min_points)
+    xs = [part.get_column("value").to_numpy() for part in parts]
+    heads = [_trailing_head(x, window, min_points) for x in xs]
+    meds = []
+    for x, (m, _) in zip(xs, heads, strict=True):
+        if len(x) > window:
+            m[window:] = _trailing_median(x, window)[window:]
         meds.append(m)
-        mads.append(d)
     f = pl.concat(parts) if parts else f
-    f = f.with_columns(pl.Series("median", np.concatenate(meds) if meds else np.array([]), pl.Float64).fill_nan(None),
-                       pl.Series("mad", np.concatenate(mads) if mads else np.array([]), pl.Float64).fill_nan(None))
-    scale_parts = [1.4826 * pl.col("mad"), rel_floor * pl.col("median").abs(), pl.lit(abs_floor)]
+    f = f.with_columns(pl.Series("median", np.concatenate(meds) if meds else np.array([]), pl.Float64).fill_nan(None))
+    floors = [rel_floor * pl.col("median").abs(), pl.lit(abs_floor)]
     if upper_q is not None:
         # The upper tail of the noise around the *local* level (median of the 5 points before each
         # point), so a trend inside the window (a falling loss) does not pass for noise.
         local = pl.col("value") - pl.col("value").rolling_median(5, min_samples=1).shift(1).over("rank")
         hi = local.rolling_quantile(upper_q, "linear", window, min_samples=min_points).shift(1).over("rank")
         f = f.with_columns(hi.alias("_hi"))
-        scale_parts.append(pl.col("_hi") / NormalDist().inv_cdf(upper_q))
+        floors.append(pl.col("_hi") / NormalDist().inv_cdf(upper_q))
+    if beyond is None:
+        need = None
+    else:
+        k, direction = beyond
+        dev = {"up": pl.col("value") - pl.col("median"), "down": pl.col("median") - pl.col("value"),
+               "both": (pl.col("value") - pl.col("median")).abs()}[direction]
+        # 0.999: a margin for safety only; the bound is exact.
+        need = f.select((dev / pl.max_horizontal(*floors) > 0.999 * k).fill_null(False)).to_series().to_numpy()
+    mads = []
+    offset = 0
+    for x, m, (_, mad) in zip(xs, meds, heads, strict=True):
+        n = len(x)
+        if n > window:
+            rows = np.arange(window, n)
+            if need is not None:
+                rows = rows[need[offset + window:offset + n]]
+            mad[rows] = _trailing_mad(x, m, window, rows)
+        mads.append(mad)
+        offset += n
+    f = f.with_columns(pl.Series("mad", np.concatenate(mads) if mads else np.array([]), pl.Float64).fill_nan(None))
+    scale_parts = [1.4826 * pl.col("mad"), *floors]
     scale = pl.when(pl.col("mad").is_not_null()).then(pl.max_horizontal(*scale_parts))
     out = f.with_columns(((pl.col("value") - pl.col("median")) / scale).alias("z"), scale.alias("scale"))
     return out.drop("_hi") if "_hi" in out.columns else out
@@ -371,7 +440,7 @@ def spikes(s: pl.DataFrame, k: float = 5.0, window: int = 50, min_points: int = 
 
     Columns: those of the series plus median, mad, scale, z, ratio (value / median).
     """
-    z = robust_z(s, window, min_points, rel_floor, upper_q=upper_q)
+    z = _robust_z(s, window, min_points, rel_floor, 1e-12, upper_q, beyond=(k, direction))
     cond = {"up": pl.col("z") > k, "down": pl.col("z") < -k, "both": pl.col("z").abs() > k}[direction]
     return z.filter(cond.fill_null(False)).with_columns((pl.col("value") / pl.col("median")).alias("ratio"))
 

@@ -226,7 +226,9 @@ def _recovered(ctx: Context, ev: pl.DataFrame) -> bool:
     if marks.height:
         caught = ooms.join(marks.select("file", pl.col("line").alias("m")), on="file").filter(
             (pl.col("m") >= pl.col("line")) & (pl.col("m") <= pl.col("line") + RECOVERY_LINES)).select("file", "line")
-    m = ctx.metrics.filter(pl.col("step").is_not_null())
+    # Only the OOM files' rows: the join below is on file.
+    oom_files = ooms.get_column("file").unique().to_list()
+    m = ctx.metrics_select("file", "line", "step", "rank", where=pl.col("step").is_not_null() & pl.col("file").is_in(oom_files))
     if m.height:
         later = ooms.join(m.select("file", pl.col("line").alias("m_line"), pl.col("step").alias("m_step"), pl.col("rank").alias("m_rank")),
                           on="file").filter(

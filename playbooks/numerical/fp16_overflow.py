@@ -138,8 +138,9 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     # No step dedupe here: overflow messages between two step reports carry the same step, and each
     # one is a halving (a scale series has no tqdm redraws to fold).
     have = M.present(ctx, M.LOSS_SCALE)
-    scale = M.ts.series(ctx.metrics, have[0], finite=True, dedupe=False) if have else M.series(ctx, M.LOSS_SCALE)
-    steps = ctx.metrics.get_column("step").drop_nulls() if ctx.has("metrics") else pl.Series([], dtype=pl.Int64)
+    scale = M.series(ctx, M.LOSS_SCALE, finite=True, dedupe=False) if have else M.series(ctx, M.LOSS_SCALE)
+    steps = ctx.metrics_select("step", where=pl.col("step").is_not_null()).get_column("step") if ctx.has("metrics") \
+        else pl.Series([], dtype=pl.Int64)
     run_start = int(steps.min()) if steps.len() else None
     if scale.height:
         candidates.append(("loss scale", _downs_from_scale(scale)))

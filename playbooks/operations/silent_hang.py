@@ -6,7 +6,7 @@ import datetime as dt
 
 import polars as pl
 
-from forensics.context import Context, evidence_rows
+from forensics.context import Context, evidence_rows, plain
 from playbooks.base import Playbook, Threshold, declare
 from playbooks.evidence import detection, events, first_message
 from playbooks.fields import field
@@ -92,17 +92,20 @@ def detect_dumps(ctx: Context, th: dict) -> Detection | None:
 @PLAYBOOK.detector(("metrics",))
 def detect_stalled_rank(ctx: Context, th: dict) -> Detection | None:
     """A rank whose progress lines end long before the rest of the run's logs."""
-    m = ctx.metrics.filter(pl.col("rank").is_not_null() & pl.col("step").is_not_null())
-    if m.height == 0 or m.get_column("rank").n_unique() < 2:
+    # Aggregated lazily over the stored table: a big run has millions of progress rows.
+    m = ctx.metrics_lazy().filter(pl.col("rank").is_not_null() & pl.col("step").is_not_null())
+    size = m.select(pl.len().alias("n"), pl.col("rank").n_unique().alias("ranks"), pl.col("ts").max().alias("end")).collect().row(0)
+    if size[0] == 0 or size[1] < 2:
         return None
-    last = m.sort("line").group_by("rank").agg(
+    # The file of each rank's last line (its highest line number), without sorting millions of rows.
+    last = plain(m.group_by("rank").agg(
         pl.col("step").max().alias("last_step"), pl.col("ts").max().alias("last_ts"),
-        pl.col("file").last().alias("file"), pl.col("line").max().alias("line"),
-    )
+        pl.col("file").get(pl.col("line").arg_max()).alias("file"), pl.col("line").max().alias("line"),
+    ).collect())
     ev = ctx.events
     # Only the others' progress counts as the run going on: when every rank stops at the same point and
     # the others then time out in the collective, the timeout finding reports the rank that never came.
-    run_end = m.get_column("ts").max()
+    run_end = size[2]
     max_step = last.get_column("last_step").max()
     stalled = []
     for row in last.sort("rank").iter_rows(named=True):
@@ -123,7 +126,8 @@ def detect_stalled_rank(ctx: Context, th: dict) -> Detection | None:
     if not stalled or len(stalled) == last.height:
         return None
     first = min(stalled, key=lambda r: (r["last_step"], r["rank"]))
-    rows = m.filter((pl.col("rank") == first["rank"]) & (pl.col("line") == first["line"]))
+    rows = ctx.metrics_select("file", "line", "ts", "rank", "step", "name", "value", where=(
+        pl.col("rank").is_not_null() & pl.col("step").is_not_null() & (pl.col("rank") == first["rank"]) & (pl.col("line") == first["line"])))
     ranks = [r["rank"] for r in stalled]
     gap = f", {(run_end - first['last_ts']).total_seconds() / 60:.0f} min before the others' last progress line" if run_end is not None and first["last_ts"] is not None else ""
     return Detection(
@@ -144,7 +148,7 @@ def detect_stalled_then_killed(ctx: Context, th: dict) -> Detection | None:
     kill = _kill_times(ctx.events_of(*KILL_CODES))
     if kill.height == 0:
         return None
-    m = ctx.metrics.filter(pl.col("step").is_not_null() & pl.col("ts").is_not_null())
+    m = ctx.metrics_select(where=pl.col("step").is_not_null() & pl.col("ts").is_not_null())
     if m.height == 0:
         return None
     killed_at = kill.get_column("ts").min()
@@ -154,7 +158,10 @@ def detect_stalled_then_killed(ctx: Context, th: dict) -> Detection | None:
     m = m.filter(pl.col("ts") <= killed_at)
     if m.height == 0:
         return None
-    progress = m.group_by("file", "line").agg(pl.col("ts").first(), pl.col("step").first(), pl.col("rank").first()).sort("ts")
+    # Ordered (table order breaks ties in time): ranks that log their last step at the same instant
+    # must not make the quoted line depend on hash order.
+    progress = m.group_by("file", "line", maintain_order=True).agg(
+        pl.col("ts").first(), pl.col("step").first(), pl.col("rank").first()).sort("ts", maintain_order=True)
     last_ts = progress.get_column("ts").max()
     silence = (killed_at - last_ts).total_seconds()
     gaps = progress.sort("file", "line").with_columns(pl.col("ts").diff().over("file").dt.total_seconds().alias("gap"))
