@@ -47,8 +47,6 @@ UNREAD = {
     "store_bind_failed": "master port in use: configuration, no playbook",
     "store_listen_failed": "master port in use: configuration, no playbook",
     "store_connection_lost": "TCPStore peer reset: the consequence of another process's failure, which is read",
-    "dynamo_graph_break": "graph break raised as an error (fullgraph=True): compile-recompilation's BREAK_CODES is empty until "
-                          "the lead wires it",
     "torch_compile_failed": "torch.compile backend crash (BackendCompilerFailed / InductorError): no playbook in PLAYBOOKS.md",
 }
 

@@ -269,3 +269,18 @@ def test_amdgpu_page_fault_is_read_as_the_programs_fault_not_the_hardwares(tmp_p
     hw = finding(a, "gpu-hardware-fault")
     assert (hw.severity, hw.confidence) == (Severity.MEDIUM, 0.5)
     assert problems(a)[0].id == "device-assert"
+
+
+def test_fullgraph_graph_break_error_stops_the_run(tmp_path):
+    # The dynamo_graph_break form of signatures.toml (OBS pytorch/pytorch#125138, #146525): under fullgraph=True
+    # a graph break is raised, and the run ends in it.
+    tb = ("step 10 loss 2.3010\n"
+          "Traceback (most recent call last):\n"
+          '  File "train.py", line 88, in <module>\n'
+          "    out = compiled(batch)\n"
+          "torch._dynamo.exc.Unsupported: Failed to trace builtin operator\n")
+    a = run_of(tmp_path, {"train.log": tb})
+    top = problems(a)[0]
+    assert (top.id, top.causes[0].cause.id, top.severity > Severity.LOW, top.confidence) == (
+        "compile-recompilation", "graph_breaks", True, 0.9)
+    assert "stopped at a graph break" in top.summary

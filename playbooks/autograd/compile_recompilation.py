@@ -12,7 +12,8 @@ from playbooks.model import Cause, Detection, Severity
 
 RECOMPILE_CODES = ("dynamo_recompile",)
 LIMIT_CODES = ("dynamo_recompile_limit",)
-BREAK_CODES: tuple[str, ...] = ()  # graph-break reports are not in the signature table yet
+# A graph break raised as an error (`torch._dynamo.exc.Unsupported: ...` under fullgraph=True): the run stops there.
+BREAK_CODES = ("dynamo_graph_break",)
 REASON_CODES = ("dynamo_recompile_reason",)
 # Guards on tensor sizes and strides: the input shapes change.
 SHAPE_GUARD = r"(?i)size mismatch|stride mismatch|\.size\(\)|\bnumel\b|dimensionality"
@@ -85,14 +86,16 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         causes["dynamic_shapes"] = 0.9
     if pl.Series([text]).str.contains(VALUE_GUARD)[0]:
         causes["python_state_in_graph"] = 0.9
+    fatal_breaks = brk.filter(pl.col("severity") == "error").height
     if brk.height:
-        causes["graph_breaks"] = 0.6
+        causes["graph_breaks"] = 0.9 if fatal_breaks else 0.6
     if not causes:
         causes["dynamic_shapes"] = 0.5
-    what = "hit the recompile limit" if lim.height else f"recompiled {recompiles} times" if recompiles else f"{brk.height} graph breaks"
+    what = ("hit the recompile limit" if lim.height else f"recompiled {recompiles} times" if recompiles
+            else "stopped at a graph break (fullgraph)" if fatal_breaks else f"{brk.height} graph breaks")
     return detection(ev, f"torch.compile {what}: {first_message(lim if lim.height else ev)}", causes,
-                     confidence=0.9 if lim.height or recompiles else 0.6,
-                     severity=Severity.LOW if not lim.height and not recompiles else None,
+                     confidence=0.9 if lim.height or recompiles or fatal_breaks else 0.6,
+                     severity=Severity.LOW if not lim.height and not recompiles and not fatal_breaks else None,
                      facts={"recompiles": recompiles, "cache_limit_hits": lim.height, "graph_breaks": brk.height}, lead=lim)
 
 
