@@ -58,15 +58,22 @@ def _full_forms() -> dict[str, list[tuple[re.Pattern, dict]]]:
 def _prefix_re(prefix: str) -> re.Pattern | None:
     """A pattern for a prefix whose time stamp changes from line to line, else None."""
     pattern = prefix_pattern(prefix)
-    return re.compile(pattern) if pattern is not None else None
+    return _compiled(pattern) if pattern is not None else None
+
+
+@lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re.Pattern:
+    # A warning repeated thousands of times gives the same prefix shape each time.
+    return re.compile(pattern)
 
 
 def _stream(text: pl.Series, pos: int, prefix: str, want: int) -> list[tuple[int, str]]:
     """Up to `want` rows after `pos` of the same stream (the same prefix), as (row, body without the prefix)."""
     pattern = _prefix_re(prefix)
     out: list[tuple[int, str]] = []
-    for q in range(pos + 1, min(len(text), pos + 1 + NEXT_ROWS)):
-        t = text[q] or ""
+    # One slice to Python strings: indexing a Series row by row costs far more than the matching.
+    for q, t in enumerate(text.slice(pos + 1, NEXT_ROWS).to_list(), start=pos + 1):
+        t = t or ""
         if pattern is not None:
             m = pattern.match(t)
             if not m:
@@ -255,7 +262,8 @@ def _complete(frame: pl.DataFrame, ev: pl.DataFrame, blocks: pl.DataFrame) -> pl
     if sel.height == 0:
         return ev
     # Frame row of each event (rows are not lines: `\r` splits a line into several rows).
-    rows = frame.select("line", "text").with_row_index("_pos")
+    # Only the frame rows on the events' lines are hashed (a whole chunk's text is megabytes).
+    rows = frame.select("line", "text").with_row_index("_pos").filter(pl.col("line").is_in(sel.get_column("line").implode()))
     sel = sel.join(rows, on=["line", "text"], how="left").unique("_i", keep="first", maintain_order=True)
     text = frame.get_column("text")
     out = []
