@@ -1,6 +1,7 @@
 """Signature events completed from the lines around them: NCCL `Last error:` details, messages a paste
 wrapped onto two lines, the ranks of torchrun report rows, the two lines of an old kernel's OOM kill, and what
-the line after a message names (Dynamo's recompiled function, DDP's parameter marked ready twice).
+the line after a message names (Dynamo's recompiled function, DDP's parameter marked ready twice, load_state_dict's
+first mismatched key).
 
 The signature table matches one line at a time; a few messages carry their meaning on the next
 line(s). Only the (sparse) events that can have such a continuation are looked at, so Python
@@ -38,6 +39,11 @@ _NEXT_LINE = {
     "dynamo_recompile_limit": re.compile(r"^(?:\[\d+/\d+\])?\s*function: '(?P<function>[^']+)' \((?P<location>[^)]*)\)"),
     "ddp_marked_ready_twice": re.compile(
         r"^Parameter at index (?P<param_index>\d+)(?: with name (?P<param_name>\S+))? has been marked as ready twice"),
+    # load_state_dict's first error line under `Error(s) in loading state_dict for X:` (tab-indented; spaces in pastes).
+    "state_dict_mismatch": re.compile(
+        r'^\s*(?:Missing key\(s\) in state_dict: "(?P<missing_key>[^"]*)"|Unexpected key\(s\) in state_dict: "(?P<unexpected_key>[^"]*)"'
+        r"|size mismatch for (?P<param>\S+): copying a param with shape torch\.Size\((?P<ckpt_shape>\[[^\]]*\])\) from checkpoint, "
+        r"the shape in current model is torch\.Size\((?P<model_shape>\[[^\]]*\])\))"),
 }
 # vLLM's record prefix (`ERROR 04-07 00:57:46 ray_utils.py:45] `), which the prefix splitter leaves on the
 # message: part of the stream's prefix here, since each detail line repeats it.

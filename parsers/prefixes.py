@@ -2,7 +2,7 @@
 
 Formats follow reference/formats.md §0.1 and §2.5 (DeepSpeed, torch logging old and
 glog-style, c10 C++ logging old and new, torchtitan, fairseq, HF example scripts,
-mmengine, Python logging defaults, torchrun `--tee` and excepthook rank prefixes), and the
+mmengine, TensorFlow's C++ logging, Python logging defaults, torchrun `--tee` and excepthook rank prefixes), and the
 launchers' own prefixes in front of them (Open MPI / horovod tags, Ray and SkyPilot tags, pdsh hosts,
 Slurm `srun --label` task ids), and the `> ` of a log pasted inside a Markdown quote.
 Timestamps without a zone are taken as UTC; glog-style `MMDD` stamps get their year
@@ -101,6 +101,9 @@ LOG_PREFIXES: list[tuple[str, str, str]] = [
     # message starts with (DeepSpeed's `['/usr/bin/python3', '-u', ...] exits with return code = -9`).
     ("bracket_iso", rf"^ ?\[(?P<ts>\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d{{1,9}})?)(?: [A-Z] \d+ \d+| [\w.-]+:\d+ {_LVL} [^\]\s]+:\d+)?\]\s*(?:\[{_LVL}\]\s*(?:\[(?:[^\]'\x22][^\]]*)?\]\s*)*|[\w.]+: \[{_LVL}\]\s*)?", "ymd"),
     ("glog", r"^[VIWEFC](?P<ts>\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6}) +\d+ [^\]\s]+:\d+\] ", "md"),
+    # TensorFlow's C++ logging (tsl/platform/default/logging.cc, TF 1.x-2.x): `2019-02-11 16:42:08.131786: E
+    # tensorflow/stream_executor/cuda/cuda_blas.cc:366] ` (the file may be a Windows path with backslashes).
+    ("tf_cpp", r"^(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}): [VIWEF] [^\]\s]+:\d+\] ", "ymd"),
     ("c10_new", r"^\[[VIWEFC](?P<ts>\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6,9}) [^\]\s]+:\d+\] ", "md"),
     ("c10_old", r"^\[[VIWEFC] [^\]\s]+:\d+\] ", ""),
     # NeMo's logger: `[NeMo W 2023-08-17 22:53:03 optimizers:67] ` (the module may be `<frozen importlib`).
@@ -189,6 +192,7 @@ def _parse_iso_series(iso: pl.Series) -> pl.Series:
 _TS_NARROW = {
     "bracket_iso": r"^ ?\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)[ \]]",
     "glog": r"^[VIWEFC](\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6}) ",
+    "tf_cpp": r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}):",
     "c10_new": r"^\[[VIWEFC](\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6,9}) ",
     "nemo": r"^\[NeMo [DIWECF] (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) ",
     "titan": r"^\[titan\] (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) ",
@@ -233,6 +237,7 @@ def _peel_rank(msg: pl.Series, ranks: list[pl.Series], local: list[pl.Series]) -
 _FIRST_CHARS = {
     "bracket_iso": "[ ",
     "glog": "VIWEFC",
+    "tf_cpp": "12",
     "c10_new": "[",
     "nemo": "[",
     "titan": "[",

@@ -729,6 +729,9 @@ def test_every_code_is_documented_in_the_table_header():
 
 # Real lines for signatures beyond formats.md §2: seen in public logs (code index / issues) or recorded here.
 REAL_CASES = [
+    ("state_dict_inline_missing", "OBS ankitajaiswal00/Try-First#26",
+     'RuntimeError: Error(s) in loading state_dict for DataParallel: Missing key(s) in state_dict: "module.conv1.weight", "module.bn1.weight",',
+     "state_dict_mismatch", "error", {"model": "DataParallel", "missing_key": "module.conv1.weight"}),
     ("dump_signal_peer", "OBS code index log (PyTorch >=2.4)",
      "[rank6]:[E703 21:51:54.112142364 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) Rank 6] Received a dump signal due to a collective timeout from  rank 7 and we will try our best to dump the debug info. Last enqueued NCCL work: 56116, last completed NCCL work: 56116.This is most likely caused by incorrect usages of collectives, e.g., wrong sizes used across ranks, the order of collectives is not same for all ranks or the scheduled collective, for some reason, didn't run.",
      "nccl_dump_signal", "warning", {"from_rank": "7", "last_enqueued": "56116", "last_completed": "56116"}),
