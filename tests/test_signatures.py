@@ -729,6 +729,15 @@ def test_every_code_is_documented_in_the_table_header():
 
 # Real lines for signatures beyond formats.md §2: seen in public logs (code index / issues) or recorded here.
 REAL_CASES = [
+    ("cuda_driver_init_runtime_error", "OBS Kai-46/ARF-svox2#9",
+     "RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.",
+     "cuda_init_failed", "error", {"form": "runtime_error", "detail": "CUDA driver initialization failed, you might not have a CUDA gpu"}),
+    ("hf_hub_oserror", "OBS state-spaces/mamba#539 (title) / ZiqiaoPeng/SyncTalk#162",
+     "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it in the cached files and it looks like facebook/hubert-large-ls960-ft is not the path to a directory containing a file named config.json.",
+     "hf_hub_unreachable", "error", {"endpoint": "https://huggingface.co", "repo": "facebook/hubert-large-ls960-ft", "file": "config.json"}),
+    ("hf_hub_local_entry", "OBS yuruotong1/autoMate#104",
+     "huggingface_hub.errors.LocalEntryNotFoundError: An error happened while trying to locate the file on the Hub and we cannot find the requested files in the local cache. Please check your connection and try again or make sure your Internet connection is on.",
+     "hf_hub_unreachable", "error", {"form": "local_entry", "detail": "An error happened while trying to locate the file on the Hub and we cannot find the requested files in the local cache"}),
     ("state_dict_inline_missing", "OBS ankitajaiswal00/Try-First#26",
      'RuntimeError: Error(s) in loading state_dict for DataParallel: Missing key(s) in state_dict: "module.conv1.weight", "module.bn1.weight",',
      "state_dict_mismatch", "error", {"model": "DataParallel", "missing_key": "module.conv1.weight"}),
