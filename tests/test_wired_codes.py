@@ -284,3 +284,12 @@ def test_fullgraph_graph_break_error_stops_the_run(tmp_path):
     assert (top.id, top.causes[0].cause.id, top.severity > Severity.LOW, top.confidence) == (
         "compile-recompilation", "graph_breaks", True, 0.9)
     assert "stopped at a graph break" in top.summary
+
+
+def test_state_dict_size_mismatch_is_a_checkpoint_of_another_model(tmp_path):
+    # mbrossar/ai-imu-dr#75: load_state_dict of a checkpoint trained with other layer sizes.
+    a = _issue_run(tmp_path, "ai_imu_dr_75_state_dict_size_mismatch.log")
+    top = problems(a)[0]
+    assert (top.id, top.causes[0].cause.id) == ("checkpoint-failure", "model_mismatch")
+    assert top.summary.startswith("checkpoint load failed")
+    assert top.evidence[0].line == 1

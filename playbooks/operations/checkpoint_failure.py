@@ -11,6 +11,8 @@ from playbooks.model import Cause, Detection, Severity
 
 # Specific to checkpoints whatever the context.
 CORRUPT_CODES = ("checkpoint_corrupt",)
+# `Error(s) in loading state_dict for X:` with its first mismatch (size mismatch / missing / unexpected key).
+MISMATCH_CODES = ("state_dict_mismatch",)
 SAVE_CODES = ("checkpoint_write_failed", "checkpoint_permission_denied")
 # Generic OS errors: they count only inside a save/load context (traceback or path).
 OS_CODES = ("permission_denied", "no_space_left")
@@ -34,6 +36,12 @@ PLAYBOOK = declare(
             Cause("interrupted_write", "A checkpoint was truncated (job killed mid-write) and now fails to load",
                   verify="python -c \"import zipfile; zipfile.ZipFile('ckpt.pt').testzip()\"; compare the file size with a good checkpoint",
                   fix="Write to a temporary name and rename atomically; resume from the previous checkpoint", prior=0.3),
+            Cause("model_mismatch", "The checkpoint belongs to another model: a different config (sizes, vocabulary, "
+                  "number of classes) or key names (a `module.` prefix from DDP, a wrapper's prefix)",
+                  verify="Compare the first mismatched key's shapes with the config; print list(sd)[:5] against "
+                         "list(model.state_dict())[:5]",
+                  fix="Build the model with the checkpoint's config; strip or add the key prefix; "
+                      "load_state_dict(strict=False) only for heads you mean to re-initialise", prior=0.3),
         ),
         verify="df -h; a write test in the checkpoint folder; zipfile test of the checkpoint",
         fix="Check the output folder before training; atomic writes (temp file + rename); keep the previous checkpoint",
@@ -44,7 +52,8 @@ Saving or loading a checkpoint failed: `PermissionError: [Errno 13] Permission d
 `[Errno 28] No space left on device` inside `torch.save` / `save_pretrained`, `Parent directory …
 does not exist` from `torch.save`, `PytorchStreamReader
 failed reading zip archive: failed finding central directory`, safetensors header errors, an
-unpickling EOF on load.
+unpickling EOF on load, or `Error(s) in loading state_dict for X:` with its first `size mismatch for …`
+/ `Missing key(s)` / `Unexpected key(s)` line (the checkpoint is whole but belongs to another model).
 
 ## Why it matters
 Hours of training are lost when the save fails at the end, and a truncated checkpoint breaks every resume.
@@ -78,8 +87,9 @@ def _in_checkpoint_context(ctx: Context, ev: pl.DataFrame) -> pl.DataFrame:
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Corrupt-archive errors, and permission / disk-full errors in a checkpoint context."""
     corrupt = events(ctx, CORRUPT_CODES)
+    mismatch = _not_vocabulary(events(ctx, MISMATCH_CODES), ctx.events_of("embedding_size_mismatch"))
     os_err = pl.concat([events(ctx, SAVE_CODES), _in_checkpoint_context(ctx, events(ctx, OS_CODES))], how="vertical_relaxed")
-    parts = [p for p in (corrupt, os_err) if p.height]
+    parts = [p for p in (corrupt, mismatch, os_err) if p.height]
     if not parts:
         return None
     ev = combine(*parts)
@@ -94,6 +104,21 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         causes["disk_full"] = 0.8
     if corrupt.height:
         causes["interrupted_write"] = 0.9
+    if mismatch.height:
+        # The archive was read whole; its tensors do not fit the model built here.
+        causes["model_mismatch"] = 1.0
     row = ev.row(0, named=True)
-    verb = "load" if corrupt.height and not os_err.height else "save"
+    verb = "load" if (corrupt.height or mismatch.height) and not os_err.height else "save"
     return detection(ev, f"checkpoint {verb} failed{where(row)}: {first_message(ev)}", causes, confidence=0.9)
+
+
+def _not_vocabulary(mismatch: pl.DataFrame, vocab: pl.DataFrame) -> pl.DataFrame:
+    """State-dict mismatches other than an embedding's vocabulary size (the tokenizer-mismatch playbook's:
+    a checkpoint saved before special tokens were added is the right model with another tokenizer)."""
+    if mismatch.height == 0 or vocab.height == 0:
+        return mismatch
+    # The vocabulary line is the header's detail line, or one of the lines right after it.
+    near = (mismatch.with_row_index("_m").join(vocab.select("file", pl.col("line").alias("_v")), on="file")
+            .filter((pl.col("_v") >= pl.col("line")) & (pl.col("_v") <= pl.col("end_line") + 1)).get_column("_m"))
+    return mismatch.with_row_index("_m").filter(~pl.col("_m").is_in(near.implode())).drop("_m")
+
