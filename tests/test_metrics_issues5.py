@@ -32,3 +32,57 @@ def test_nemo2_val_loss_is_read_again_where_it_changes(tmp_path):
     )
     got = rows(tmp_path, text)
     assert [r for r in got if r[1] == "eval_loss"] == [(120, "eval_loss", 4.106), (122, "eval_loss", 3.9)]
+
+
+MMDET_4927 = (
+    '{"mode": "train", "epoch": 2, "iter": 325, "lr": 0.02, "memory": 5693, "data_time": 0.09812, "loss_rpn_cls": 0.01966, '
+    '"loss_rpn_bbox": 0.01442, "loss_cls": 0.09682, "acc": 96.5332, "loss_bbox": 0.10037, "loss_mask": 0.32674, "loss": 0.55801, '
+    '"time": 0.43141}\n'
+    '{"mode": "val", "epoch": 2, "iter": 325, "lr": 0.02, "bbox_mAP": 0.296, "bbox_mAP_50": 0.66, "bbox_mAP_75": 0.21, '
+    '"bbox_mAP_s": 0.109, "bbox_mAP_m": 0.243, "bbox_mAP_l": 0.304, "bbox_mAP_copypaste": "0.296 0.660 0.210 0.109 0.243 0.304", '
+    '"segm_mAP": 0.196, "segm_mAP_50": 0.543, "segm_mAP_75": 0.114, "segm_mAP_s": 0.097, "segm_mAP_m": 0.232, "segm_mAP_l": 0.206, '
+    '"segm_mAP_copypaste": "0.196 0.543 0.114 0.097 0.232 0.206"}\n'
+)
+MMDET_4927_VAL = [
+    (325, "eval_bbox_map", 0.296), (325, "eval_bbox_map_50", 0.66), (325, "eval_bbox_map_75", 0.21),
+    (325, "eval_bbox_map_s", 0.109), (325, "eval_bbox_map_m", 0.243), (325, "eval_bbox_map_l", 0.304),
+    (325, "eval_segm_map", 0.196), (325, "eval_segm_map_50", 0.543), (325, "eval_segm_map_75", 0.114),
+    (325, "eval_segm_map_s", 0.097), (325, "eval_segm_map_m", 0.232), (325, "eval_segm_map_l", 0.206)]
+
+
+def test_mmcv_log_json_val_records_take_eval_names(tmp_path):
+    # https://github.com/open-mmlab/mmdetection/issues/4927 (mmcv 1.x `log.json`, EpochBasedRunner): the
+    # `"mode": "val"` record's metrics are evaluation metrics, its `epoch`/`lr` repeat the training record's
+    # (no second row at the step), `memory` is max allocated MB, the `*_copypaste` strings give nothing.
+    got = rows(tmp_path, MMDET_4927, name="20210409.log.json")
+    assert got[:4] == [(325, "epoch", 2.0), (325, "lr", 0.02), (325, "mem_max_mib", 5693.0), (325, "data_time_ms", 98.12)]
+    assert got[4:12] == [(325, "loss_rpn_cls", 0.01966), (325, "loss_rpn_bbox", 0.01442), (325, "loss_cls", 0.09682),
+                         (325, "acc", 96.5332), (325, "loss_bbox", 0.10037), (325, "loss_mask", 0.32674), (325, "loss", 0.55801),
+                         (325, "step_time_ms", 431.41)]
+    assert got[12:] == MMDET_4927_VAL
+
+
+def test_mmcv_json_records_inside_a_text_log(tmp_path):
+    # The same records printed among other lines (read by the JSON-line grammar of the text log), and
+    # https://github.com/open-mmlab/mmsegmentation/issues/271 (IterBasedRunner: `iter` is the global iteration).
+    text = (
+        "2021-04-09 10:00:00,000 - mmdet - INFO - Saving checkpoint at 2 epochs\n" + MMDET_4927
+        + '{"mode": "train", "epoch": 8, "iter": 19350, "lr": 0.00055, "memory": 6912, "data_time": 0.00859, "decode.loss_seg": 0.39321, '
+        '"decode.acc_seg": 76.11157, "aux.loss_seg": 0.28087, "aux.acc_seg": 67.6572, "loss": 0.67408, "time": 1.43717}\n'
+    )
+    got = rows(tmp_path, text)
+    assert (325, "mem_max_mib", 5693.0) in got and (325, "memory", 5693.0) not in got
+    assert [r for r in got if r[1].startswith("eval_")] == MMDET_4927_VAL
+    assert [r for r in got if r[1] in ("epoch", "lr")] == [(325, "epoch", 2.0), (325, "lr", 0.02), (19350, "epoch", 8.0), (19350, "lr", 0.00055)]
+    assert got[-8:] == [(19350, "mem_max_mib", 6912.0), (19350, "data_time_ms", 8.59), (19350, "decode.loss_seg", 0.39321),
+                        (19350, "decode.acc_seg", 76.11157), (19350, "aux.loss_seg", 0.28087), (19350, "aux.acc_seg", 67.6572),
+                        (19350, "loss", 0.67408), (19350, "step_time_ms", 1437.17)]
+
+
+def test_mmcv_train_mode_record_takes_no_eval_names(tmp_path):
+    # Near miss: a `mode` that is not val/test renames nothing. https://github.com/open-mmlab/mmsegmentation/issues/2899
+    # (a validation record that mmcv wrote as `"mode": "train"`: it is read as printed, no `eval_`).
+    text = '{"mode": "train", "epoch": 6, "iter": 500, "lr": 5e-05, "memory": 4718, "aAcc": 0.8972, "mIoU": 0.4799, "mAcc": 0.5863}\n'
+    assert rows(tmp_path, "header line\n" + text) == [
+        (500, "epoch", 6.0), (500, "lr", 5e-05), (500, "mem_max_mib", 4718.0), (500, "aacc", 0.8972), (500, "miou", 0.4799),
+        (500, "macc", 0.5863)]

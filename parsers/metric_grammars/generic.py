@@ -129,7 +129,26 @@ def rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
         .join(step, on="_i", how="left", maintain_order="left")
         .select("_i", "step", name.alias("name"), value.alias("value"))
     )
-    return shape(rows, source)
+    return _mm_modes(shape(rows, source), kv)
+
+
+def _mm_modes(rows: pl.DataFrame, kv: pl.DataFrame) -> pl.DataFrame:
+    """mmcv `log.json` records (`{"mode": "val", "epoch": 2, "iter": 325, "lr": 0.02, "bbox_mAP": 0.296, ..}`):
+    a val/test record's metrics take `eval_`/`test_`; its `epoch` and `lr` repeat the training record's and
+    give no row. A bare `memory` beside a `mode` is mmcv's `max_memory_allocated` in MB -> `mem_max_mib`."""
+    modes = kv.filter(pl.col("_k") == "mode").select("_i", pl.col("val").str.strip_chars(" \"'").str.to_lowercase().alias("_m"))
+    if modes.height == 0:
+        return rows
+    r = rows.join(modes.unique("_i"), on="_i", how="left", maintain_order="left")
+    pre = pl.col("_m").replace_strict({"val": "eval_", "test": "test_"}, default=None, return_dtype=pl.String)
+    name = pl.col("name")
+    name = (
+        pl.when(pl.col("_m").is_not_null() & (name == "memory")).then(pl.lit("mem_max_mib"))
+        .when(pre.is_not_null() & ~name.str.starts_with(pre)).then(pre + name)
+        .otherwise(name)
+    )
+    repeat = pre.is_not_null() & pl.col("name").is_in(["epoch", "lr"])
+    return r.filter(~repeat.fill_null(False)).with_columns(name.alias("name")).drop("_m")
 
 
 def _mem_name(key: pl.Expr) -> pl.Expr:
