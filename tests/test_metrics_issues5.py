@@ -3,7 +3,7 @@ line (read once), JSON-lines records of mmcv/mmengine, Caffe solver lines, and t
 
 from __future__ import annotations
 
-from tests.metrics_util import rows
+from tests.metrics_util import full, rows
 
 NEMO2 = (
     "Training epoch 0, iteration {i}/149 | lr: 3e-05 | consumed_samples: {c} | global_batch_size: 1 | global_step: {i} | "
@@ -86,3 +86,41 @@ def test_mmcv_train_mode_record_takes_no_eval_names(tmp_path):
     assert rows(tmp_path, "header line\n" + text) == [
         (500, "epoch", 6.0), (500, "lr", 5e-05), (500, "mem_max_mib", 4718.0), (500, "aacc", 0.8972), (500, "miou", 0.4799),
         (500, "macc", 0.5863)]
+
+
+def test_speechbrain_epoch_line_after_its_bar_keeps_one_loss(tmp_path):
+    # https://github.com/speechbrain/speechbrain/issues/938 (Colab paste, `Epoch: 6` capitalised by the recipe):
+    # the epoch line's `train loss` is the mean the training bar's last state already showed (`train_loss=5.86`,
+    # step 2774): the bar's row stays, the epoch line gives epoch, lr and the validation stats at that step.
+    text = (
+        "100% 2774/2774 [14:15<00:00,  3.24it/s, train_loss=5.86]\n"
+        "100% 736/736 [00:27<00:00, 26.83it/s]\n"
+        "speechbrain.nnet.schedulers - Changing lr from 8.4e-05 to 8.1e-05\n"
+        "speechbrain.utils.train_logger - Epoch: 6, lr: 8.45e-05 - train loss: 5.86 - valid loss: 5.55, valid error: 3.98e-01\n"
+        "speechbrain.utils.checkpoints - Saved an end-of-epoch checkpoint in results/ECAPA-TDNN/1986/save/CKPT+2021-08-15+10-12-07+00\n"
+        "speechbrain.utils.checkpoints - Deleted checkpoint in results/ECAPA-TDNN/1986/save/CKPT+2021-08-15+09-57-24+00\n"
+        "speechbrain.utils.epoch_loop - Going into epoch 7\n"
+        "100% 2774/2774 [14:16<00:00,  3.24it/s, train_loss=5.49]\n"
+        "100% 736/736 [00:27<00:00, 26.93it/s]\n"
+        "speechbrain.nnet.schedulers - Changing lr from 8.1e-05 to 7.8e-05\n"
+        "speechbrain.utils.train_logger - Epoch: 7, lr: 8.14e-05 - train loss: 5.49 - valid loss: 5.31, valid error: 3.72e-01\n"
+    )
+    assert full(tmp_path, text) == [
+        (1, None, 2774, "loss", 5.86, "tqdm_postfix"),
+        (4, None, 2774, "epoch", 6.0, "speechbrain"), (4, None, 2774, "lr", 8.45e-05, "speechbrain"),
+        (4, None, 2774, "eval_loss", 5.55, "speechbrain"), (4, None, 2774, "eval_error", 0.398, "speechbrain"),
+        (8, None, 5548, "loss", 5.49, "tqdm_postfix"),
+        (11, None, 5548, "epoch", 7.0, "speechbrain"), (11, None, 5548, "lr", 8.14e-05, "speechbrain"),
+        (11, None, 5548, "eval_loss", 5.31, "speechbrain"), (11, None, 5548, "eval_error", 0.372, "speechbrain")]
+
+
+def test_speechbrain_epoch_lines_without_a_bar_keep_their_loss(tmp_path):
+    # Near miss: https://github.com/speechbrain/speechbrain/issues/2584 (`train_log.txt`, `Epoch: N` form): no
+    # bar printed the loss, so the epoch line's `train loss` is the loss.
+    text = (
+        "Epoch: 1, lr: 1.00e-03 - train loss: 8.84e-01 - valid loss: 1.76e-01, valid error: 5.25e-02\n"
+        "Epoch: 2, lr: 9.95e-04 - train loss: 2.20e-01 - valid loss: 1.21e-01, valid error: 3.72e-02\n"
+    )
+    assert rows(tmp_path, text) == [
+        (None, "epoch", 1.0), (None, "lr", 0.001), (None, "loss", 0.884), (None, "eval_loss", 0.176), (None, "eval_error", 0.0525),
+        (None, "epoch", 2.0), (None, "lr", 0.000995), (None, "loss", 0.22), (None, "eval_loss", 0.121), (None, "eval_error", 0.0372)]
