@@ -124,3 +124,54 @@ def test_speechbrain_epoch_lines_without_a_bar_keep_their_loss(tmp_path):
     assert rows(tmp_path, text) == [
         (None, "epoch", 1.0), (None, "lr", 0.001), (None, "loss", 0.884), (None, "eval_loss", 0.176), (None, "eval_error", 0.0525),
         (None, "epoch", 2.0), (None, "lr", 0.000995), (None, "loss", 0.22), (None, "eval_loss", 0.121), (None, "eval_error", 0.0372)]
+
+
+def test_caffe_solver_lines_loss_lr_speed_and_train_outputs(tmp_path):
+    # https://github.com/wy1iu/sphereface/issues/103 (Caffe 1.0 solver: speed in the iteration line) and
+    # https://github.com/yjxiong/caffe/issues/2 (older solver: `Iteration N, loss = X` only). The lr line gives
+    # `lr` at its iteration; a train output takes the iteration before it (`lambda` is a layer output as printed).
+    text = (
+        "I0718 01:35:50.598567 23375 sgd_solver.cpp:105] Iteration 9700, lr = 0.001\n"
+        "I0718 01:37:31.993999 23375 solver.cpp:218] Iteration 9800 (0.986216 iter/s, 101.398s/100 iters), loss = 9.61773\n"
+        "I0718 01:37:31.994256 23375 solver.cpp:237]     Train net output #0: lambda = 5\n"
+        "I0718 01:37:31.994319 23375 solver.cpp:237]     Train net output #1: softmax_loss = 9.61773 (* 1 = 9.61773 loss)\n"
+        "I0718 01:37:31.994367 23375 sgd_solver.cpp:105] Iteration 9800, lr = 0.001\n"
+        "I0815 20:41:26.810891 52129 solver.cpp:232] Iteration 1660, loss = 2.19062\n"
+        "I0815 20:41:26.811189 52129 solver.cpp:631] Iteration 1660, lr = 0.001\n"
+    )
+    assert full(tmp_path, text) == [
+        (1, None, 9700, "lr", 0.001, "caffe"),
+        (2, None, 9800, "loss", 9.61773, "caffe"), (2, None, 9800, "step_time_ms", 101.398 * 1000 / 100, "caffe"),
+        (3, None, 9800, "lambda", 5.0, "caffe"), (4, None, 9800, "softmax_loss", 9.61773, "caffe"),
+        (5, None, 9800, "lr", 0.001, "caffe"),
+        (6, None, 1660, "loss", 2.19062, "caffe"), (7, None, 1660, "lr", 0.001, "caffe")]
+
+
+def test_caffe_test_net_outputs_take_the_testing_iteration(tmp_path):
+    # https://github.com/BVLC/caffe/issues/6373 (GoogLeNet: weighted auxiliary losses, the unweighted value is read)
+    # and https://github.com/BVLC/caffe/issues/5144 (`s/40 iter`, a train output named `loss_*` is a component).
+    text = (
+        "I0413 08:58:58.719501 22206 solver.cpp:242] Iteration 2720 (0.268203 iter/s, 149.141s/40 iter), loss = -6.43825e-20\n"
+        "I0413 08:58:58.719606 22206 solver.cpp:261] Train net output #0: loss_bbox = 0 (* 2 = 0 loss)\n"
+        "I0413 08:58:58.719629 22206 sgd_solver.cpp:106] Iteration 2720, lr = 0.001\n"
+        "I0427 16:14:58.721990  4532 solver.cpp:330] Iteration 3000, Testing net (#0)                                            \n"
+        "I0427 16:16:13.445799  4532 solver.cpp:397]     Test net output #0: loss1/loss1 = 0.286547 (* 0.3 = 0.0859641 loss)     \n"
+        "I0427 16:16:13.445799  4532 solver.cpp:397]     Test net output #1: loss1/top-1 = 0.8822                                \n"
+        "I0427 16:16:13.448792  4532 solver.cpp:397]     Test net output #6: loss3/loss3 = 0.247474 (* 1 = 0.247474 loss)        \n"
+    )
+    assert rows(tmp_path, text) == [
+        (2720, "loss", -6.43825e-20), (2720, "step_time_ms", 149.141 * 1000 / 40), (2720, "loss_bbox", 0.0), (2720, "lr", 0.001),
+        (3000, "eval_loss1/loss1", 0.286547), (3000, "eval_loss1/top-1", 0.8822), (3000, "eval_loss3/loss3", 0.247474)]
+
+
+def test_caffe_near_misses(tmp_path):
+    # Near misses: https://github.com/BVLC/caffe/issues/2864: a train output named `loss` is the current batch's and
+    # differs from the iteration's (smoothed) loss: `net_output_loss`, not a second `loss` at the step;
+    # https://github.com/senlinuc/caffe_ocr/issues/55: a `Testing net` line alone gives nothing, its outputs `eval_`.
+    text = (
+        "Iteration 4400, loss = 0\n"
+        "I0805 11:10:16.976716 1936085760 solver.cpp:229]     Train net output #0: loss = 2.92436 (* 1 = 2.92436 loss)\n"
+        "I0322 17:23:39.161901 17215 solver.cpp:330] Iteration 2500, Testing net (#0)\n"
+        "I0322 17:24:01.905066 17215 solver.cpp:397]     Test net output #0: acc = 0.773306\n"
+    )
+    assert rows(tmp_path, text) == [(4400, "loss", 0.0), (4400, "net_output_loss", 2.92436), (2500, "eval_acc", 0.773306)]
