@@ -175,3 +175,20 @@ def test_caffe_near_misses(tmp_path):
         "I0322 17:24:01.905066 17215 solver.cpp:397]     Test net output #0: acc = 0.773306\n"
     )
     assert rows(tmp_path, text) == [(4400, "loss", 0.0), (4400, "net_output_loss", 2.92436), (2500, "eval_acc", 0.773306)]
+
+
+def test_valid_set_index_is_no_metric_and_its_line_is_an_evaluation(tmp_path):
+    # https://github.com/gentaiscool/end2end-asr-pytorch/issues/39: `VALID SET 0 LOSS:0.1780 CER:5.78%` (the 0 is the
+    # validation set's index): eval_loss/eval_cer, no `valid_set` row. Near miss: the `(Epoch 20) TRAIN LOSS:` line
+    # of the same log stays a training line (`loss`, `cer`), and the bare `VALID` / `TRAIN` phase lines give nothing.
+    text = (
+        "2020-11-13 09:32:47,406 - (Epoch 20) TRAIN LOSS:0.1903 CER:6.53% LR:0.0000167\n"
+        "2020-11-13 09:32:47,461 - VALID\n"
+        "2020-11-13 09:33:31,062 - VALID SET 0 LOSS:0.1780 CER:5.78%\n"
+        "2020-11-13 09:33:34,481 - SHUFFLE\n"
+        "2020-11-13 09:33:34,487 - TRAIN\n"
+    )
+    assert full(tmp_path, text) == [
+        (1, None, None, "epoch", 20.0, "generic"), (1, None, None, "loss", 0.1903, "generic"),
+        (1, None, None, "cer", 6.53, "generic"), (1, None, None, "lr", 1.67e-05, "generic"),
+        (3, None, None, "eval_loss", 0.178, "generic"), (3, None, None, "eval_cer", 5.78, "generic")]

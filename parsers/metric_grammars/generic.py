@@ -184,8 +184,9 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     kv = kv.join(residue, on="_i", how="semi", maintain_order="left")
     # Not measurements: a bracketed percentage is progress (`Epoch 1 complete [10%]  Loss: ..`), and a
     # `[file.py line:78]` logging prefix the prefix splitter left in place ([OBS] mira-ai-lab/MUSIC-AVQA-R#1).
+    # Nor the index of an evaluation set (`VALID SET 0 LOSS:0.1780`, [OBS] gentaiscool/end2end-asr-pytorch#39).
     kv = kv.filter(~(pl.col("ob").is_not_null() & (pl.col("unit") == "%")).fill_null(False)
-                   & ~pl.col("key").str.contains(r"\.py(?: line)?$"))
+                   & ~pl.col("key").str.contains(r"\.py(?: line)?$") & ~pl.col("key").str.contains(SET_INDEX))
     if kv.height == 0:
         return empty_rows()
     rows = rows_from_pairs(kv, "generic")
@@ -200,7 +201,8 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     return rows.with_columns(named.alias("name"))
 
 
-EVAL_LINE = r"(?i)^\s*(?:test|val|valid|validation|eval|evaluation)(?: set)?\s*:"
+EVAL_LINE = r"(?i)^\s*(?:test|val|valid|validation|eval|evaluation)(?: set)?(?:\s*:| \d+ [a-z])"
+SET_INDEX = r"(?i)^(?:test|val|valid|validation|eval|evaluation|dev) set$"
 
 
 # Also loss components named `loss_<part>` (VITS/RVC `loss_disc=3.859, loss_gen=..`, [OBS] RVC-Project/
