@@ -192,3 +192,20 @@ def test_valid_set_index_is_no_metric_and_its_line_is_an_evaluation(tmp_path):
         (1, None, None, "epoch", 20.0, "generic"), (1, None, None, "loss", 0.1903, "generic"),
         (1, None, None, "cer", 6.53, "generic"), (1, None, None, "lr", 1.67e-05, "generic"),
         (3, None, None, "eval_loss", 0.178, "generic"), (3, None, None, "eval_cer", 5.78, "generic")]
+
+
+def test_tf_seq2seq_global_step_lines_with_perplexity(tmp_path):
+    # https://github.com/QingyaoAi/Deep-Listwise-Context-Model-for-Ranking-Refinement/issues/4 (the TensorFlow
+    # seq2seq tutorial's loop): `perplexity` is the metric (-> ppl), `step-time` seconds, `  eval: perplexity` the
+    # evaluation at the step before it. Near miss: https://github.com/songhaoyu/BoB/issues/2 prose
+    # (`Perplexity on test set is 21.037 and 7.813.`) gives nothing.
+    text = (
+        "global step 6000 learning rate 0.1937 step-time 0.67 perplexity 13.56\n"
+        "  eval: perplexity 13.34\n"
+        "global step 6100 learning rate 0.1937 step-time 0.67 perplexity 13.34\n"
+        "  eval: perplexity 13.35\n"
+        "Perplexity on test set is 21.037 and 7.813.\n"
+    )
+    assert rows(tmp_path, text) == [
+        (6000, "lr", 0.1937), (6000, "step_time_ms", 670.0), (6000, "ppl", 13.56), (6000, "eval_ppl", 13.34),
+        (6100, "lr", 0.1937), (6100, "step_time_ms", 670.0), (6100, "ppl", 13.34), (6100, "eval_ppl", 13.35)]

@@ -64,7 +64,8 @@ NAMES = {
 }
 # Keys whose values are GiB (LLaMA-Factory `vram_*`, metaseq `cuda_gb_*`, fairseq `gb_free`).
 GIB_KEYS = ["vram_allocated", "vram_reserved", "cuda_gb_allocated", "cuda_gb_reserved", "cuda_gb_free", "gb_free"]
-TIME_KEYS = {"time": "step_time_ms", "dt": "step_time_ms", "step_time": "step_time_ms", "iter_time": "step_time_ms",
+# `step-time`: the TensorFlow seq2seq/NMT tutorials' `global step 6000 learning rate 0.1937 step-time 0.67 perplexity 13.56`.
+TIME_KEYS = {"time": "step_time_ms", "dt": "step_time_ms", "step_time": "step_time_ms", "step-time": "step_time_ms", "iter_time": "step_time_ms",
              "batch_time": "step_time_ms", "time/step": "step_time_ms", "time/batch": "step_time_ms", "step_time_ms": "step_time_ms",
              "time_ms": "step_time_ms", "iter_time_ms": "step_time_ms", "data_time": "data_time_ms",
              "data_time_ms": "data_time_ms", "dataload_time": "data_time_ms",
@@ -208,8 +209,8 @@ SET_INDEX = r"(?i)^(?:test|val|valid|validation|eval|evaluation|dev) set$"
 # Also loss components named `loss_<part>` (VITS/RVC `loss_disc=3.859, loss_gen=..`, [OBS] RVC-Project/
 # Retrieval-based-Voice-Conversion-WebUI#507), which the gate takes too (but `loss_scale` alone is no loss).
 KV_MATCH = (
-    r"(?i)(?:loss|grad[_ ]norm|gnorm|ppl)\s*[:= ]\s*[-+.\d]|(?:loss|grad[_ ]norm|gnorm|ppl)\s*[:= ]\s*(?:nan|inf)"
+    r"(?i)(?:loss|grad[_ ]norm|gnorm|ppl|perplexity)\s*[:= ]\s*[-+.\d]|(?:loss|grad[_ ]norm|gnorm|ppl|perplexity)\s*[:= ]\s*(?:nan|inf)"
     r"|\bloss_[a-z]\w*=(?:[-+.\d]|nan|inf)"
 )
 JSON_GRAMMAR = Grammar("json", ('{"',), JSON_MATCH, extract_json)
-KV_GRAMMAR = Grammar("generic", ("loss", "grad_norm", "grad norm", "gnorm"), KV_MATCH, extract_kv)
+KV_GRAMMAR = Grammar("generic", ("loss", "grad_norm", "grad norm", "gnorm", "perplexity"), KV_MATCH, extract_kv)
