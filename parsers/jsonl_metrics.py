@@ -48,6 +48,9 @@ def _flatten(obj: dict, prefix: str = ""):
             yield from _flatten(value, name + "/")
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
             yield name, value
+        elif name == "mode" and isinstance(value, str):
+            # mmcv `log.json`: `"mode": "val"` makes the record's names `eval_` (generic.rows_from_pairs).
+            yield name, value
 
 
 def _records(text: str) -> tuple[list[tuple[int, dict]], int]:

@@ -17,7 +17,7 @@ import re
 import numpy as np
 import polars as pl
 
-from parsers.metric_grammars import GRAMMARS
+from parsers.metric_grammars import GRAMMARS, speechbrain
 from parsers.metric_grammars import tqdm as tqdm_grammar
 from parsers.metric_grammars import yolo as yolo_grammar
 from parsers.metric_grammars.common import Grammar
@@ -169,8 +169,9 @@ def _claims(msg: pl.Series, grammar: Grammar) -> pl.Series | None:
 
 
 def finalize(metrics: pl.DataFrame) -> pl.DataFrame:
-    """File-level pass once all chunks are read: HF dict steps from the bars, then line order."""
+    """File-level pass once all chunks are read: HF dict steps from the bars, SpeechBrain epoch losses the bar
+    already gave, then line order."""
     if metrics.height == 0:
         return metrics
-    out = assign_hf_steps(metrics)
+    out = speechbrain.drop_bar_repeats(assign_hf_steps(metrics))
     return out.sort("line", "seg", maintain_order=True)

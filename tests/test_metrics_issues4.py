@@ -66,7 +66,8 @@ def test_speechbrain_epoch_lines(tmp_path):
 
 
 def test_speechbrain_console_with_logger_prefix_and_bars(tmp_path):
-    # https://github.com/speechbrain/speechbrain/pull/2216: the console form (`speechbrain.utils.train_logger - `).
+    # https://github.com/speechbrain/speechbrain/pull/2216: the console form (`speechbrain.utils.train_logger - `);
+    # the epoch's `train loss` repeats the bar's last `train_loss=` at the same step: the bar's row stays.
     text = (
         "speechbrain.utils.epoch_loop - Going into epoch 2\n"
         "100%|█████████████████████████████████████████████████████████████████| 190/190 [03:02<00:00,  1.04it/s, train_loss=0.726]\n"
@@ -77,7 +78,7 @@ def test_speechbrain_console_with_logger_prefix_and_bars(tmp_path):
     assert full(tmp_path, text) == [
         (2, None, 190, "loss", 0.726, "tqdm_postfix"),
         (5, None, 190, "epoch", 2.0, "speechbrain"), (5, None, 190, "lr", 1.0, "speechbrain"),
-        (5, None, 190, "loss", 0.726, "speechbrain"), (5, None, 190, "eval_loss", 1.27, "speechbrain"),
+        (5, None, 190, "eval_loss", 1.27, "speechbrain"),
         (5, None, 190, "eval_cer", 154.0, "speechbrain"), (5, None, 190, "eval_wer", 154.0, "speechbrain")]
 
 
@@ -185,7 +186,7 @@ def test_undescribed_bar_restarted_each_epoch_counts_on(tmp_path):
         "100%|███████████████████████████████████████████████████████████████████████████████████| 137/137 [02:17<00:00,  1.00s/it]\n"
     )
     assert [(ln, s, n, v) for ln, _, s, n, v, _ in full(tmp_path, text) if n == "loss"] == [
-        (2, 190, "loss", 0.945), (4, 190, "loss", 0.945), (6, 380, "loss", 0.726)]
+        (2, 190, "loss", 0.945), (6, 380, "loss", 0.726)]  # line 4's `train loss` repeats line 2's bar: dropped
 
 
 def test_total_less_bar_with_loss_description_restarted_each_epoch(tmp_path):

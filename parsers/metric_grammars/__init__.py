@@ -10,6 +10,7 @@ read what is left.
 from __future__ import annotations
 
 from parsers.metric_grammars import (
+    caffe,
     composer,
     dassl,
     deepspeed,
@@ -68,6 +69,7 @@ GRAMMARS: list[Grammar] = [
     vits.GRAMMAR,
     torch_memory.GRAMMAR,
     sb3.GRAMMAR,
+    caffe.GRAMMAR,
     # Late: its needles (` | `, a tab) are common, so it sees only the lines the specific grammars left.
     hf_table.GRAMMAR,
     generic.JSON_GRAMMAR,

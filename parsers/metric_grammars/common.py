@@ -217,3 +217,28 @@ def epoch_steps(df: pl.DataFrame, epoch: pl.Expr, batch: pl.Expr, state: dict, k
     state[key] = (last_e, off, mb)
     off_col = t.get_column("e").replace_strict(offsets, default=None, return_dtype=pl.Int64)
     return (t.get_column("b") + off_col).alias("step")
+
+
+def drop_repeats(rows: pl.DataFrame, df: pl.DataFrame, names: list[str], state: dict, key: str) -> pl.DataFrame:
+    """`rows` without the rows of `names` whose value equals the last one of that name on the same rank.
+
+    For lines that reprint the last validation result on every training line (NeMo 2 `| val_loss: 4.106`):
+    one validation gives one row, at the first line that shows it. The last value per (rank, name) is kept
+    in `state[key]` across chunks; the Python loop runs once per (rank, name), not per line.
+    """
+    sel = pl.col("name").is_in(names)
+    if not rows.select(sel.any()).item():
+        return rows
+    rank = df.select("_i", pl.col("rank").fill_null(-1).cast(pl.Int64).alias("_r"))
+    r = rows.with_row_index("_o").join(rank, on="_i", how="left", maintain_order="left")
+    last: dict = state.setdefault(key, {})
+    seen = pl.DataFrame([(k[0], k[1], v) for k, v in last.items()], schema={"_r": pl.Int64, "name": pl.String, "_last": pl.Float64},
+                        orient="row")
+    ev = r.filter(sel).join(seen, on=["_r", "name"], how="left", maintain_order="left")
+    prev = pl.coalesce(pl.col("value").shift(1).over("_r", "name", order_by="_o"), "_last")
+    # NaN repeated is a repeat too (`!=` alone would keep every NaN).
+    same = (pl.col("value") == prev) | (pl.col("value").is_nan() & prev.is_nan())
+    keep = ev.filter(~same.fill_null(False)).drop("_last")
+    for rk, nm, v in ev.group_by("_r", "name").agg(pl.col("value").sort_by("_o").last()).iter_rows():
+        last[(rk, nm)] = v
+    return pl.concat([r.filter(~sel), keep]).sort("_o").drop("_o", "_r")

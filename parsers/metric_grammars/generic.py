@@ -64,7 +64,8 @@ NAMES = {
 }
 # Keys whose values are GiB (LLaMA-Factory `vram_*`, metaseq `cuda_gb_*`, fairseq `gb_free`).
 GIB_KEYS = ["vram_allocated", "vram_reserved", "cuda_gb_allocated", "cuda_gb_reserved", "cuda_gb_free", "gb_free"]
-TIME_KEYS = {"time": "step_time_ms", "dt": "step_time_ms", "step_time": "step_time_ms", "iter_time": "step_time_ms",
+# `step-time`: the TensorFlow seq2seq/NMT tutorials' `global step 6000 learning rate 0.1937 step-time 0.67 perplexity 13.56`.
+TIME_KEYS = {"time": "step_time_ms", "dt": "step_time_ms", "step_time": "step_time_ms", "step-time": "step_time_ms", "iter_time": "step_time_ms",
              "batch_time": "step_time_ms", "time/step": "step_time_ms", "time/batch": "step_time_ms", "step_time_ms": "step_time_ms",
              "time_ms": "step_time_ms", "iter_time_ms": "step_time_ms", "data_time": "data_time_ms",
              "data_time_ms": "data_time_ms", "dataload_time": "data_time_ms",
@@ -129,7 +130,26 @@ def rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
         .join(step, on="_i", how="left", maintain_order="left")
         .select("_i", "step", name.alias("name"), value.alias("value"))
     )
-    return shape(rows, source)
+    return _mm_modes(shape(rows, source), kv)
+
+
+def _mm_modes(rows: pl.DataFrame, kv: pl.DataFrame) -> pl.DataFrame:
+    """mmcv `log.json` records (`{"mode": "val", "epoch": 2, "iter": 325, "lr": 0.02, "bbox_mAP": 0.296, ..}`):
+    a val/test record's metrics take `eval_`/`test_`; its `epoch` and `lr` repeat the training record's and
+    give no row. A bare `memory` beside a `mode` is mmcv's `max_memory_allocated` in MB -> `mem_max_mib`."""
+    modes = kv.filter(pl.col("_k") == "mode").select("_i", pl.col("val").str.strip_chars(" \"'").str.to_lowercase().alias("_m"))
+    if modes.height == 0:
+        return rows
+    r = rows.join(modes.unique("_i"), on="_i", how="left", maintain_order="left")
+    pre = pl.col("_m").replace_strict({"val": "eval_", "test": "test_"}, default=None, return_dtype=pl.String)
+    name = pl.col("name")
+    name = (
+        pl.when(pl.col("_m").is_not_null() & (name == "memory")).then(pl.lit("mem_max_mib"))
+        .when(pre.is_not_null() & ~name.str.starts_with(pre)).then(pre + name)
+        .otherwise(name)
+    )
+    repeat = pre.is_not_null() & pl.col("name").is_in(["epoch", "lr"])
+    return r.filter(~repeat.fill_null(False)).with_columns(name.alias("name")).drop("_m")
 
 
 def _mem_name(key: pl.Expr) -> pl.Expr:
@@ -165,8 +185,9 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     kv = kv.join(residue, on="_i", how="semi", maintain_order="left")
     # Not measurements: a bracketed percentage is progress (`Epoch 1 complete [10%]  Loss: ..`), and a
     # `[file.py line:78]` logging prefix the prefix splitter left in place ([OBS] mira-ai-lab/MUSIC-AVQA-R#1).
+    # Nor the index of an evaluation set (`VALID SET 0 LOSS:0.1780`, [OBS] gentaiscool/end2end-asr-pytorch#39).
     kv = kv.filter(~(pl.col("ob").is_not_null() & (pl.col("unit") == "%")).fill_null(False)
-                   & ~pl.col("key").str.contains(r"\.py(?: line)?$"))
+                   & ~pl.col("key").str.contains(r"\.py(?: line)?$") & ~pl.col("key").str.contains(SET_INDEX))
     if kv.height == 0:
         return empty_rows()
     rows = rows_from_pairs(kv, "generic")
@@ -181,14 +202,15 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     return rows.with_columns(named.alias("name"))
 
 
-EVAL_LINE = r"(?i)^\s*(?:test|val|valid|validation|eval|evaluation)(?: set)?\s*:"
+EVAL_LINE = r"(?i)^\s*(?:test|val|valid|validation|eval|evaluation)(?: set)?(?:\s*:| \d+ [a-z])"
+SET_INDEX = r"(?i)^(?:test|val|valid|validation|eval|evaluation|dev) set$"
 
 
 # Also loss components named `loss_<part>` (VITS/RVC `loss_disc=3.859, loss_gen=..`, [OBS] RVC-Project/
 # Retrieval-based-Voice-Conversion-WebUI#507), which the gate takes too (but `loss_scale` alone is no loss).
 KV_MATCH = (
-    r"(?i)(?:loss|grad[_ ]norm|gnorm|ppl)\s*[:= ]\s*[-+.\d]|(?:loss|grad[_ ]norm|gnorm|ppl)\s*[:= ]\s*(?:nan|inf)"
+    r"(?i)(?:loss|grad[_ ]norm|gnorm|ppl|perplexity)\s*[:= ]\s*[-+.\d]|(?:loss|grad[_ ]norm|gnorm|ppl|perplexity)\s*[:= ]\s*(?:nan|inf)"
     r"|\bloss_[a-z]\w*=(?:[-+.\d]|nan|inf)"
 )
 JSON_GRAMMAR = Grammar("json", ('{"',), JSON_MATCH, extract_json)
-KV_GRAMMAR = Grammar("generic", ("loss", "grad_norm", "grad norm", "gnorm"), KV_MATCH, extract_kv)
+KV_GRAMMAR = Grammar("generic", ("loss", "grad_norm", "grad norm", "gnorm", "perplexity"), KV_MATCH, extract_kv)

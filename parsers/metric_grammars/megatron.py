@@ -5,7 +5,9 @@ Megatron drops the `lm loss` field when the interval's average is NaN (the `avg 
 test fails) — so a training line with no `... loss:` field while no iteration was skipped is read as
 `loss = NaN` (source `megatron_loss_absent`); with skipped iterations the absence is explained by the
 skips and no loss row is written. `number of skipped iterations` -> `skipped_steps` and
-`number of nan iterations` -> `nan_iterations` are counts for the logging interval.
+`number of nan iterations` -> `nan_iterations` are counts for the logging interval. NeMo 2 /
+Megatron-bridge lines share the training layout and reprint the last `val_loss` on every line: an
+`eval_loss` row is written only where it changes (per rank, across chunks).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from parsers.metric_grammars.common import (
     Grammar,
     canonical,
     canonical_of,
+    drop_repeats,
     empty_rows,
     num,
     pairs,
@@ -54,7 +57,7 @@ MEM_NAMES = {"allocated": "mem_allocated_mib", "max allocated": "mem_max_mib", "
              "max reserved": "mem_max_reserved_mib"}
 
 
-def _train(df: pl.DataFrame) -> pl.DataFrame:
+def _train(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     step = pl.col("msg").str.extract(r"\biteration\s+(\d+)/", 1).cast(pl.Int64, strict=False)
     # Fields are ` key: value |`: split on the literal separators (the first item is `[ts] iteration N/M`).
     kv = split_pairs(df.with_columns(step.alias("step")), pl.col("msg"), "|", ":")
@@ -81,7 +84,9 @@ def _train(df: pl.DataFrame) -> pl.DataFrame:
         .filter(~pl.col("has_loss").fill_null(False) & (pl.col("skipped").fill_null(0) == 0))
         .select("_i", "step", pl.lit("loss").alias("name"), pl.lit(float("nan")).alias("value"))
     )
-    return pl.concat([shape(rows, "megatron"), shape(absent, "megatron_loss_absent")])
+    # NeMo 2 reprints the last `val_loss` on every training line: one validation gives one row.
+    rows = drop_repeats(shape(rows, "megatron"), df, ["eval_loss"], state, "nemo_val")
+    return pl.concat([rows, shape(absent, "megatron_loss_absent")])
 
 
 def _valid(df: pl.DataFrame) -> pl.DataFrame:
@@ -122,7 +127,7 @@ def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     for pattern, fn in ((TRAIN, _train), (VALID, _valid), (MEMORY, _memory), (TIMER, _timers)):
         sub = df.filter(pl.col("msg").str.contains(pattern))
         if sub.height:
-            parts.append(fn(sub))
+            parts.append(_train(sub, state) if fn is _train else fn(sub))
     return pl.concat(parts) if parts else empty_rows()
 
 
