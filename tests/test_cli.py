@@ -124,3 +124,16 @@ def test_python_dash_m_works():
 
     out = subprocess.run([sys.executable, "-m", "forensics", "--version"], capture_output=True, text=True, check=True)
     assert "forensics" in out.stdout
+
+
+def test_ingest_writes_parquet_and_counts_what_it_wrote(tmp_path):
+    import pyarrow.parquet as pq
+
+    from tests.conftest import ROOT
+
+    out = tmp_path / "tables"
+    res = CliRunner().invoke(main, ["ingest", str(ROOT / "sample_logs" / "cuda-oom-h100"), "-o", str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    rows = {name: pq.read_table(out / f"{name}.parquet").num_rows for name in ("events", "metrics", "gpu")}
+    assert rows["metrics"] > 0 and rows["gpu"] == 98
+    assert f"events {rows['events']}, metrics {rows['metrics']}, gpu {rows['gpu']}," in res.output

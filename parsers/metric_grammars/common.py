@@ -86,6 +86,14 @@ def pairs_after_step(df: pl.DataFrame, head: str, item_sep: str, kv_sep: str) ->
     return split_pairs(df.with_columns(step.alias("step")), body, item_sep, kv_sep)
 
 
+def epoch_iteration(text: pl.Expr, header: str) -> pl.Expr:
+    """The global iteration `(e - 1) * n + i` of an `[e/E][i/n]` header (named groups `e`, `i`, `n`; both
+    counts printed 1-based, as mmcv-style loops do); null where the header is absent."""
+    g = text.str.extract_groups(header)
+    e, i, n = (g.struct.field(k).cast(pl.Int64, strict=False) for k in ("e", "i", "n"))
+    return (e - 1) * n + i
+
+
 def snake(expr: pl.Expr) -> pl.Expr:
     """Lower-case a raw metric name and join its words with `_` (`lm loss` -> `lm_loss`)."""
     return expr.str.strip_chars().str.to_lowercase().str.replace_all(r"\s+", "_")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from parsers.metric_grammars.common import NUM, Grammar, num, pairs, shape
+from parsers.metric_grammars.common import NUM, Grammar, epoch_iteration, num, pairs, shape
 
 HEAD = r"(?:^|\s)epoch \[(?P<e>\d+)/\d+\]\[(?P<i>\d+)/(?P<n>\d+)\]"
 MATCH = HEAD + r"\s+time "
@@ -20,11 +20,7 @@ NAMES = {"time": "step_time_ms", "data": "data_time_ms"}
 
 def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     """Meters after the `epoch [e/E][i/n]` header."""
-    g = pl.col("msg").str.extract_groups(HEAD)
-    e = g.struct.field("e").cast(pl.Int64, strict=False)
-    i = g.struct.field("i").cast(pl.Int64, strict=False)
-    n = g.struct.field("n").cast(pl.Int64, strict=False)
-    base = df.with_columns(((e - 1) * n + i).alias("step"))
+    base = df.with_columns(epoch_iteration(pl.col("msg"), HEAD).alias("step"))
     body = pl.col("msg").str.replace(r"^.*?epoch \[\d+/\d+\]\[\d+/\d+\]", "").str.replace(r"\beta \S+", "")
     kv = pairs(base, PAIR, body)
     value = num(pl.col("val"))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from parsers.metric_grammars.common import NUM, Grammar, num, pairs, shape
+from parsers.metric_grammars.common import NUM, Grammar, epoch_iteration, num, pairs, shape
 
 TRAIN = r"(?:^|[\s:])Epoch: \[(?P<e>\d+)/\d+\]\[(?P<i>\d+)/(?P<n>\d+)\] Data "
 TEST = r"(?:^|[\s:])Test: \[\d+/\d+\] Data "
@@ -29,11 +29,7 @@ NAMES = {"data": "data_time_ms", "batch": "step_time_ms"}
 
 def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     """Meters after the `[e/E][i/n]` (or `Test: [i/n]`) header."""
-    g = pl.col("msg").str.extract_groups(TRAIN)
-    e = g.struct.field("e").cast(pl.Int64, strict=False)
-    i = g.struct.field("i").cast(pl.Int64, strict=False)
-    n = g.struct.field("n").cast(pl.Int64, strict=False)
-    base = df.with_columns(((e - 1) * n + i).alias("step"))
+    base = df.with_columns(epoch_iteration(pl.col("msg"), TRAIN).alias("step"))
     train = pl.col("step").is_not_null()
     body = pl.col("msg").str.replace(r"^.*?(?:Epoch|Test): \[[^ ]*\] ", "").str.replace(r"\bRemain \S+", "")
     kv = pairs(base, PAIR, body)
