@@ -66,8 +66,9 @@ def child(path: str, mode: str) -> None:
     """Run in a fresh process: print one JSON line with the timings and this process's peak RSS."""
     out: dict = {}
     if mode in ("ingest", "both"):
+        from forensics.parsers.base import registry
+
         from forensics.ingest import ingest
-        from parsers.base import registry
 
         registry()  # import every parser module before timing: a one-time start-up cost, not ingest speed
         root = Path(path).parent

@@ -415,7 +415,7 @@ def metric_regexes() -> list[str]:
     """Per-line regexes equivalent to the metric grammars' work (what a hand-written loop would use)."""
     try:
         sys.path.insert(0, str(REPO))
-        from parsers import metric_lines
+        from forensics.parsers import metric_lines
 
         own = getattr(metric_lines, "LOOP_REGEXES", None)
         if own:

@@ -63,8 +63,9 @@ def minimal_megatron(data: bytes) -> int:
 
 def ours(path: Path) -> int:
     """forensics' text-log parser on one file; its metric rows."""
+    from forensics.parsers import textlog
+
     from forensics.sources import make_source
-    from parsers import textlog
 
     return textlog.parse(make_source(path, path.name), None).tables["metrics"].num_rows
 

@@ -54,7 +54,7 @@ import json, sys, time
 from forensics.sources import make_source
 from forensics.sniff import sniff_source
 from pathlib import Path
-from parsers.base import registry
+from forensics.parsers.base import registry
 registry()  # import the parser modules before timing (as the other runners import their decoder)
 t, c = time.perf_counter(), cpu()
 src = make_source(Path({path!r}), "bench.json")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from pathlib import Path
@@ -16,15 +17,24 @@ from forensics.ingest import Run
 MANIFEST = "manifest.json"
 
 
+@functools.cache
 def _code_digest() -> str:
-    """Hash of the parser code and signature table: a parser change invalidates caches."""
-    import parsers
+    """Hash of the package version and every file of the installed package: any code change invalidates caches.
 
+    The package's three source folders (the app, `parsers/`, `playbooks/`) are mapped under `forensics`,
+    so they are walked by their import paths, subfolders included (a grammar in `parsers/metric_grammars/`).
+    """
+    import forensics
+    import forensics.parsers
+    import forensics.playbooks
+
+    roots = sorted({Path(p).resolve() for m in (forensics, forensics.parsers, forensics.playbooks) for p in m.__path__})
     h = hashlib.sha256(__version__.encode())
-    for path in sorted(Path(parsers.__file__).parent.glob("*")):
-        if path.suffix in (".py", ".toml"):
-            h.update(path.name.encode())
-            h.update(path.read_bytes())
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".toml", ".json", ".md"):
+                h.update(path.relative_to(root.parent).as_posix().encode())
+                h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
 

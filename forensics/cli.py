@@ -93,8 +93,8 @@ def analyze(run: Path, fmt: str, out: Path | None, fail_on: str | None, select: 
     from forensics.config import ConfigError, find_config, load_config, parse_set
     from forensics.context import Context
     from forensics.engine import analyze as do_analyze
-    from playbooks.base import registry
-    from playbooks.model import Severity
+    from forensics.playbooks.base import registry
+    from forensics.playbooks.model import Severity
 
     try:
         cfg = load_config(config or find_config(Path.cwd()))
@@ -148,7 +148,7 @@ def playbooks_list(fmt: str) -> None:
     """Every playbook: id, category, severity, title."""
     import orjson
 
-    from playbooks.base import registry
+    from forensics.playbooks.base import registry
 
     pbs = list(registry().values())
     if fmt == "json":
@@ -164,8 +164,8 @@ def playbooks_list(fmt: str) -> None:
 @click.argument("playbook_id")
 def playbooks_show(playbook_id: str) -> None:
     """One playbook's documentation, thresholds, causes, verify and fix."""
-    from playbooks.base import registry
-    from playbooks.docs import render_doc
+    from forensics.playbooks.base import registry
+    from forensics.playbooks.docs import render_doc
 
     pbs = registry()
     if playbook_id not in pbs:

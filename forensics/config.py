@@ -6,7 +6,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from playbooks.base import Playbook
+from forensics.playbooks.base import Playbook
 
 
 class ConfigError(ValueError):

@@ -8,7 +8,7 @@ from functools import cached_property
 import polars as pl
 
 from forensics.ingest import Run
-from playbooks.model import Evidence, Onset
+from forensics.playbooks.model import Evidence, Onset
 
 MAX_EVIDENCE = 8
 # Parsers whose files are scanned for error events (an empty events table from them is a real "nothing").

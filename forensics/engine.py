@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from forensics.config import Config, resolve_thresholds, selected
 from forensics.context import Context
-from playbooks.base import Playbook, registry
-from playbooks.model import ANY_PLAYBOOK, Cause, Detection, Evidence, Onset, Severity
+from forensics.playbooks.base import Playbook, registry
+from forensics.playbooks.model import ANY_PLAYBOOK, Cause, Detection, Evidence, Onset, Severity
 
 MAX_EVIDENCE = 10
 

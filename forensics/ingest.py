@@ -22,9 +22,9 @@ import pyarrow as pa
 from forensics import spool
 from forensics import tables as T
 from forensics.discover import discover
+from forensics.parsers.base import ParseResult
 from forensics.sniff import sniff_source
 from forensics.steps import carry_across_files
-from parsers.base import ParseResult
 
 
 @dataclass

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from forensics.playbooks.model import Evidence
 from forensics.sources import make_source
-from playbooks.model import Evidence
 
 # Files whose `line` is a physical line (traces number events instead).
 TEXT_KINDS = ("text_log", "jsonl_metrics", "trainer_state", "nvsmi_query_csv", "nvsmi_dmon", "dcgm_dmon", "nvsmi_table",

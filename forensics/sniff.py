@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from forensics.parsers.base import Parser, Sniffed, registry
 from forensics.sources import Source
-from parsers.base import Parser, Sniffed, registry
 
 HEAD_BYTES = 65536
 PICKLE_MAGIC = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")

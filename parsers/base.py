@@ -64,10 +64,10 @@ def registry() -> dict[str, Parser]:
         import importlib
         import pkgutil
 
-        import parsers
+        import forensics.parsers as parsers
 
         for info in sorted(pkgutil.iter_modules(parsers.__path__), key=lambda m: m.name):
-            module = importlib.import_module(f"parsers.{info.name}")
+            module = importlib.import_module(f"forensics.parsers.{info.name}")
             parser = getattr(module, "PARSER", None)
             if isinstance(parser, Parser):
                 register(parser)

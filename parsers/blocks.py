@@ -16,9 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import orjson
 import polars as pl
-
-from parsers.prefixes import ANY_LOG_PREFIX, RAY_REPEATED, split_prefixes
-from parsers.signatures import SCHEMA
+from forensics.parsers.prefixes import ANY_LOG_PREFIX, RAY_REPEATED, split_prefixes
+from forensics.parsers.signatures import SCHEMA
 
 NEEDLES = ["Traceback (most recent call last)", "Exception raised from", "Root Cause", "NVIDIA-SMI "]
 

@@ -14,11 +14,10 @@ import re
 from dataclasses import dataclass, field
 
 import polars as pl
-
-from parsers import nvsmi_fields as F
-from parsers.base import Parser, ParseResult, Sniffed
-from parsers.lines import ReadStats, iter_frames
-from parsers.nvsmi_csv import result_of
+from forensics.parsers import nvsmi_fields as F
+from forensics.parsers.base import Parser, ParseResult, Sniffed
+from forensics.parsers.lines import ReadStats, iter_frames
+from forensics.parsers.nvsmi_csv import result_of
 
 # DCGM short name -> (gpu column, converter) [SRC dcgm_fields.cpp].
 SHORT_NAMES: dict[str, tuple[str, str]] = {

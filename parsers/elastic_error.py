@@ -15,11 +15,11 @@ import re
 
 import orjson
 import polars as pl
+from forensics.parsers import signatures
+from forensics.parsers.base import Parser, ParseResult, Sniffed
+from forensics.parsers.prefixes import rank_from_path
 
 from forensics.tables import conform
-from parsers import signatures
-from parsers.base import Parser, ParseResult, Sniffed
-from parsers.prefixes import rank_from_path
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>.+))?')
 MAX_TEXT_CHARS = 32_000

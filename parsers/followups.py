@@ -15,10 +15,9 @@ from functools import lru_cache
 
 import orjson
 import polars as pl
-
-from parsers import signatures
-from parsers.blocks import prefix_pattern
-from parsers.prefixes import ANY_LOG_PREFIX
+from forensics.parsers import signatures
+from forensics.parsers.blocks import prefix_pattern
+from forensics.parsers.prefixes import ANY_LOG_PREFIX
 
 # Events whose message may go on in the rows after it (the NCCL error-detail lines).
 DETAIL_CODES = ("nccl_error", "nccl_error_detail")

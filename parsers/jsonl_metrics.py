@@ -18,10 +18,10 @@ import json
 import re
 
 import polars as pl
+from forensics.parsers.base import Parser, ParseResult, Sniffed
+from forensics.parsers.metric_grammars.generic import STEP_KEYS, rows_from_pairs
 
 from forensics.tables import conform
-from parsers.base import Parser, ParseResult, Sniffed
-from parsers.metric_grammars.generic import STEP_KEYS, rows_from_pairs
 
 SOURCE = "jsonl"
 _METRIC_KEY = re.compile(r'"(?:[\w/.-]*loss[\w/.-]*|' + "|".join(map(re.escape, STEP_KEYS)) + r')"\s*:')
@@ -80,7 +80,7 @@ def parse(src, sn: Sniffed) -> ParseResult:
     if bad > 1:
         # Not a metrics file after all (a log that began with JSON lines): read it as a text log, which
         # reads JSON metric lines too and keeps the error events the rest may hold.
-        from parsers import textlog
+        from forensics.parsers import textlog
 
         return textlog.parse(src, sn)
     flat = [(n, k, json.dumps(v)) for n, obj in records for k, v in _flatten(obj)]

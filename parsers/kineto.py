@@ -14,11 +14,10 @@ from typing import Any
 import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from parsers import chrome_trace
-from parsers import trace_tables as tt
-from parsers.base import Parser, ParseResult, Sniffed
-from parsers.prefixes import rank_from_path
+from forensics.parsers import chrome_trace
+from forensics.parsers import trace_tables as tt
+from forensics.parsers.base import Parser, ParseResult, Sniffed
+from forensics.parsers.prefixes import rank_from_path
 
 SOURCE = "kineto"
 

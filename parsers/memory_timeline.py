@@ -15,10 +15,10 @@ import re
 import msgspec
 import numpy as np
 import polars as pl
+from forensics.parsers.base import Parser, ParseResult, Sniffed
+from forensics.parsers.prefixes import rank_from_path
 
 from forensics import tables as T
-from parsers.base import Parser, ParseResult, Sniffed
-from parsers.prefixes import rank_from_path
 
 SOURCE = "memory_timeline"
 NAME = "memory_timeline_bytes"

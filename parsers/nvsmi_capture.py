@@ -19,12 +19,11 @@ from __future__ import annotations
 import re
 
 import polars as pl
-
-from parsers import dcgm_dmon, nvsmi_csv, nvsmi_dmon, nvsmi_q, nvsmi_table, nvsmi_xml
-from parsers import nvsmi_fields as F
-from parsers.base import Parser, ParseResult, Sniffed
-from parsers.lines import ReadStats, iter_frames
-from parsers.nvsmi_csv import result_of
+from forensics.parsers import dcgm_dmon, nvsmi_csv, nvsmi_dmon, nvsmi_q, nvsmi_table, nvsmi_xml
+from forensics.parsers import nvsmi_fields as F
+from forensics.parsers.base import Parser, ParseResult, Sniffed
+from forensics.parsers.lines import ReadStats, iter_frames
+from forensics.parsers.nvsmi_csv import result_of
 
 RULE = r"^#{20,}\s*$"
 COMMAND = r"^#\s*\$\s*(.+?)\s*$"

@@ -19,10 +19,9 @@ import re
 from dataclasses import dataclass, field
 
 import polars as pl
-
-from parsers import nvsmi_fields as F
-from parsers.base import Parser, ParseResult, Sniffed
-from parsers.lines import ReadStats, iter_frames
+from forensics.parsers import nvsmi_fields as F
+from forensics.parsers.base import Parser, ParseResult, Sniffed
+from forensics.parsers.lines import ReadStats, iter_frames
 
 # Canonical query field -> (gpu column, converter, priority: lower wins when two fields fill one column).
 GPU_FIELDS: dict[str, tuple[str, str, int]] = {

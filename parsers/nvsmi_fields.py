@@ -11,9 +11,9 @@ import re
 
 import polars as pl
 import pyarrow as pa
+from forensics.parsers.prefixes import parse_iso
 
 from forensics.tables import SCHEMAS, conform
-from parsers.prefixes import parse_iso
 
 # Values nvidia-smi prints where it has no number (formats.md §3.1, §3.5; corpus captures).
 NULL_TOKENS = [

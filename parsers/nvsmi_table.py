@@ -16,11 +16,10 @@ import re
 from collections.abc import Iterator
 
 import polars as pl
-
-from parsers import nvsmi_fields as F
-from parsers.base import Parser, ParseResult, Sniffed
-from parsers.lines import ReadStats, iter_frames
-from parsers.nvsmi_csv import result_of
+from forensics.parsers import nvsmi_fields as F
+from forensics.parsers.base import Parser, ParseResult, Sniffed
+from forensics.parsers.lines import ReadStats, iter_frames
+from forensics.parsers.nvsmi_csv import result_of
 
 # Needle for the text-log prefilter: every table has this header line.
 NEEDLES = ["NVIDIA-SMI "]

@@ -22,10 +22,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 
 import polars as pl
-
-from parsers import nvsmi_fields as F
-from parsers.base import Parser, ParseResult, Sniffed
-from parsers.nvsmi_csv import result_of
+from forensics.parsers import nvsmi_fields as F
+from forensics.parsers.base import Parser, ParseResult, Sniffed
+from forensics.parsers.nvsmi_csv import result_of
 
 DOC_RE = re.compile(r"<nvidia_smi_log\b.*?</nvidia_smi_log\s*>", re.S)
 UNSAFE_RE = re.compile(r"<!ENTITY|<!DOCTYPE[^>\[]*\[", re.I)

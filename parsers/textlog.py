@@ -14,14 +14,14 @@ import re
 import numpy as np
 import polars as pl
 import pyarrow as pa
+from forensics.parsers import blocks, followups, metric_lines, nvsmi_table, profile_table, signatures
+from forensics.parsers.base import Parser, ParseResult, Sniffed
+from forensics.parsers.lines import ReadStats, iter_frames
+from forensics.parsers.prefixes import rank_from_path, split_prefixes
 
 from forensics import spool
 from forensics import tables as T
 from forensics.tables import conform
-from parsers import blocks, followups, metric_lines, nvsmi_table, profile_table, signatures
-from parsers.base import Parser, ParseResult, Sniffed
-from parsers.lines import ReadStats, iter_frames
-from parsers.prefixes import rank_from_path, split_prefixes
 
 NEEDLES: list[str] = sorted(
     set(metric_lines.NEEDLES) | set(signatures.needles()) | set(blocks.NEEDLES) | set(nvsmi_table.NEEDLES)

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 
 import polars as pl
+from forensics.parsers.base import Parser, ParseResult, Sniffed
+from forensics.parsers.metric_grammars.common import canonical, num
 
 from forensics.tables import conform
-from parsers.base import Parser, ParseResult, Sniffed
-from parsers.metric_grammars.common import canonical, num
 
 SOURCE = "trainer_state"
 KEY_LINE = r'^      "(?P<key>[^"]+)": (?P<val>.*?),?$'

@@ -14,12 +14,12 @@ import re
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from forensics.parsers import chrome_trace
+from forensics.parsers import trace_tables as tt
+from forensics.parsers.base import Parser, ParseResult, Sniffed
+from forensics.parsers.prefixes import rank_from_path
 
 from forensics import tables as T
-from parsers import chrome_trace
-from parsers import trace_tables as tt
-from parsers.base import Parser, ParseResult, Sniffed
-from parsers.prefixes import rank_from_path
 
 SOURCE = "viztracer"
 # ReportBuilder's own pattern for `qualname (file:line)`.

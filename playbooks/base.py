@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from playbooks.model import Cause, Detection, Severity
+from forensics.playbooks.model import Cause, Detection, Severity
 
 if TYPE_CHECKING:
     from forensics.context import Context
@@ -95,12 +95,12 @@ def registry() -> dict[str, Playbook]:
         import importlib
         import pkgutil
 
-        import playbooks
+        import forensics.playbooks as playbooks
 
-        names = sorted(m.name for m in pkgutil.walk_packages(playbooks.__path__, "playbooks."))
+        names = sorted(m.name for m in pkgutil.walk_packages(playbooks.__path__, "forensics.playbooks."))
         # Declarations live in `playbooks.<category>.<id>` modules; detector add-ons in other
         # modules look their playbook up with get(), so import declarations first.
-        skip = {"playbooks.base", "playbooks.model", "playbooks.timeseries"}
+        skip = {"forensics.playbooks.base", "forensics.playbooks.model", "forensics.playbooks.timeseries"}
         for name in names:
             if name not in skip:
                 importlib.import_module(name)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from playbooks.base import Playbook
+from forensics.playbooks.base import Playbook
 
 
 def render_doc(pb: Playbook) -> str:

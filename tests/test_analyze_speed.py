@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from forensics.playbooks import metric_series as M
+from forensics.playbooks import timeseries as ts
 from numpy.lib.stride_tricks import sliding_window_view
 
 from forensics.context import Context
-from playbooks import metric_series as M
-from playbooks import timeseries as ts
 from tests.helpers import ingest_text
 
 

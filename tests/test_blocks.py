@@ -295,7 +295,7 @@ def test_elastic_prefix_variants_from_real_reports(tmp_path):
 
 def test_block_split_by_chunk_boundary_is_held_back(tmp_path, monkeypatch):
     """A traceback that starts near a chunk's end is moved whole into the next chunk (lines.BLOCK_START)."""
-    import parsers.lines as lines_mod
+    import forensics.parsers.lines as lines_mod
 
     assert lines_mod.BLOCK_START  # the openers blocks.py knows
     for opener in ("Traceback (most recent call last):", "Exception raised from x at y.cpp:1 (most recent call first):",

@@ -6,10 +6,10 @@ import datetime as dt
 import json
 
 import polars as pl
+from forensics.parsers import elastic_error
+from forensics.parsers.base import Sniffed
 
 from forensics.ingest import ingest
-from parsers import elastic_error
-from parsers.base import Sniffed
 from tests.conftest import ROOT
 from tests.helpers import frame, write_run
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from forensics.playbooks.base import get
 
 from forensics.context import Context
 from forensics.ingest import Run
 from forensics.tables import conform
-from playbooks.base import get
 
 
 def ctx_of(series: dict[str, list], ranks: int = 1, start: int = 1, every: int = 1, events: pl.DataFrame | None = None) -> Context:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from forensics.playbooks.model import Onset
 
 from forensics.config import Config, ConfigError, parse_set
 from forensics.context import Context
 from forensics.engine import analyze, not_later
 from forensics.ingest import ingest
-from playbooks.model import Onset
 from tests.helpers import write_run
 
 OOM = ("[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of "

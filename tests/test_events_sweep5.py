@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import polars as pl
+from forensics.parsers.prefixes import split_prefixes
 
-from parsers.prefixes import split_prefixes
 from tests.test_events_sweep_threads import codes
 from tests.test_signatures import events_of
 from tests.test_signatures_issues import ingest_issue, rows

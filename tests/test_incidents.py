@@ -16,11 +16,11 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from forensics.playbooks.model import Severity
 
 from forensics.context import Context
 from forensics.engine import Analysis, analyze
 from forensics.ingest import ingest
-from playbooks.model import Severity
 from tests.conftest import ROOT
 
 INCIDENTS = ROOT / "tests" / "recordings" / "incidents"

@@ -11,8 +11,8 @@ from __future__ import annotations
 import datetime as dt
 
 import polars as pl
+from forensics.parsers import lines as L
 
-from parsers import lines as L
 from tests.helpers import frame, ingest_text
 from tests.test_prefixes_collectors import COMPOSE_GEMMA, IPEX_810, JOURNAL_VLLM
 from tests.test_prefixes_launchers import split

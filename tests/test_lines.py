@@ -12,10 +12,10 @@ import json
 
 import polars as pl
 import pytest
+from forensics.parsers import lines as L
 from polars.testing import assert_frame_equal
 
 from forensics.sources import make_source
-from parsers import lines as L
 from tests.helpers import frame, ingest_text, write_run
 
 TITAN = (

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from forensics.playbooks.base import CATEGORIES, DOC_SECTIONS, registry
+from forensics.playbooks.model import ANY_PLAYBOOK
 
-from playbooks.base import CATEGORIES, DOC_SECTIONS, registry
-from playbooks.model import ANY_PLAYBOOK
 from tests.conftest import ROOT, SAMPLES
 
 CATALOG = ROOT.parent / "shared" / "PLAYBOOKS.md"

@@ -10,9 +10,8 @@ from __future__ import annotations
 import datetime as dt
 
 import polars as pl
+from forensics.parsers import prefixes as P
 from polars.testing import assert_frame_equal
-
-from parsers import prefixes as P
 
 UTC = dt.timezone.utc
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from forensics.parsers.prefixes import rank_from_path
 
 from forensics.ingest import ingest
-from parsers.prefixes import rank_from_path
 from tests.helpers import frame, write_run
 
 

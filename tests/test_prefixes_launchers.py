@@ -9,8 +9,8 @@ import datetime as dt
 import json
 
 import polars as pl
+from forensics.parsers.prefixes import split_prefixes
 
-from parsers.prefixes import split_prefixes
 from tests.helpers import frame, ingest_text
 
 UTC = dt.timezone.utc

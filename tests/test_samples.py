@@ -6,11 +6,11 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from forensics.playbooks.model import Severity
 
 from forensics.context import Context
 from forensics.engine import analyze
 from forensics.ingest import ingest
-from playbooks.model import Severity
 from tests.conftest import SAMPLES
 
 EXPECTS = sorted(SAMPLES.glob("*.expect.toml"))

@@ -11,9 +11,8 @@ import re
 
 import polars as pl
 import pytest
-
-from parsers import signatures
-from parsers.prefixes import split_prefixes
+from forensics.parsers import signatures
+from forensics.parsers.prefixes import split_prefixes
 
 
 def events_of(*lines: str) -> pl.DataFrame:

@@ -9,9 +9,9 @@ import random
 import polars as pl
 import pyarrow as pa
 import pytest
+from forensics.playbooks import timeseries as ts
 
 from forensics.tables import conform
-from playbooks import timeseries as ts
 
 
 def metrics(rows: list[tuple], name: str = "loss", file: str = "train.log") -> pl.DataFrame:

@@ -8,9 +8,9 @@ import pickle
 
 import polars as pl
 import pytest
+from forensics.parsers import chrome_trace
 
 from forensics.ingest import ingest
-from parsers import chrome_trace
 from tests.helpers import frame, write_run
 
 
@@ -184,7 +184,7 @@ def test_kineto_leaves_args_in_the_file_and_args_of_fetches_them(corpus, tmp_pat
 
 
 def test_kineto_args_of_an_odd_type_go_through_the_loose_twin_and_are_coerced():
-    from parsers import kineto
+    from forensics.parsers import kineto
 
     # A writer that quoted its ids: the typed decode refuses the window, the loose twin reads it.
     doc = {"schemaVersion": 1, "traceEvents": [

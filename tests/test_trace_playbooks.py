@@ -10,10 +10,10 @@ import shutil
 import numpy as np
 import polars as pl
 import pytest
+from forensics.playbooks.base import registry
 
 from forensics.context import Context
 from forensics.ingest import ingest
-from playbooks.base import registry
 from tests.conftest import SAMPLES
 
 
@@ -42,7 +42,7 @@ W4 = "kineto2021_v100_resnet50_workers4_memory.pt.trace.json.gz"
 
 
 def test_dataloader_workers0_and_workers4_told_apart(corpus, tmp_path):
-    from playbooks.performance.dataloader_bottleneck_trace import loader_shares
+    from forensics.playbooks.performance.dataloader_bottleneck_trace import loader_shares
 
     w0 = detect("dataloader-bottleneck", one_trace(corpus, tmp_path, W0))
     w4 = detect("dataloader-bottleneck", one_trace(corpus, tmp_path, W4))
@@ -67,8 +67,8 @@ def test_dataloader_share_matches_independent_json(corpus):
     step = next(e for e in ev if e["name"] == "ProfilerStep#7")
     s0, s1 = step["ts"], step["ts"] + step["dur"]
     loader = sum(e["dur"] for e in ev if re.search(r"DataLoader.*__next__", e["name"]) and s0 <= e["ts"] < s1)
-    from playbooks.performance.dataloader_bottleneck_trace import loader_shares
-    from playbooks.trace_spans import spans
+    from forensics.playbooks.performance.dataloader_bottleneck_trace import loader_shares
+    from forensics.playbooks.trace_spans import spans
 
     tmp = Context(ingest(corpus / "torch_profiler" / W0))
     row = loader_shares(spans(tmp)).filter(pl.col("step") == 7).row(0, named=True)

@@ -11,10 +11,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from forensics.playbooks.model import Severity
+
 from forensics.context import Context
 from forensics.engine import Analysis, analyze
 from forensics.ingest import ingest
-from playbooks.model import Severity
 from tests.conftest import ROOT
 from tests.helpers import write_run
 

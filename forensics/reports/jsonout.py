@@ -9,7 +9,7 @@ import orjson
 
 from forensics import __version__
 from forensics.engine import Analysis, Finding
-from playbooks.model import Evidence, Onset
+from forensics.playbooks.model import Evidence, Onset
 
 SCHEMA_VERSION = "1.0"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from forensics.engine import Analysis, Finding
-from playbooks.model import Evidence, Severity
+from forensics.playbooks.model import Evidence, Severity
 
 _COLOURS = {
     Severity.CRITICAL: "\x1b[1;31m",

@@ -9,7 +9,7 @@ read what is left.
 
 from __future__ import annotations
 
-from parsers.metric_grammars import (
+from forensics.parsers.metric_grammars import (
     caffe,
     composer,
     dassl,
@@ -39,7 +39,7 @@ from parsers.metric_grammars import (
     verl,
     vits,
 )
-from parsers.metric_grammars.common import Grammar
+from forensics.parsers.metric_grammars.common import Grammar
 
 GRAMMARS: list[Grammar] = [
     hf.GRAMMAR,

@@ -14,8 +14,7 @@ iteration line before them (a test block the step of its `Testing net` line), ke
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import NUM, Grammar, canonical_of, groups, num, shape
+from forensics.parsers.metric_grammars.common import NUM, Grammar, canonical_of, groups, num, shape
 
 ITER = rf"(?:^|\s)Iteration (?P<it>\d+)(?: \((?P<ips>{NUM}) iter/s, (?P<sec>{NUM})s/(?P<per>\d+) iters?\))?, (?:(?P<key>loss|lr) = (?P<val>{NUM})|(?P<test>Testing net) \(#\d+\))"
 OUTPUT = rf"(?:^|\s)(?P<phase>Train|Test) net output #\d+: (?P<oname>\S.*?) = (?P<oval>{NUM})(?: \(\* {NUM} = {NUM} loss\))?\s*$"

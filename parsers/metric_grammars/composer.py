@@ -19,8 +19,7 @@ training step of the block before them. Names: `loss/train/total` -> loss, `lr-<
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import NUM, Grammar, canonical_of, empty_rows, num, shape
+from forensics.parsers.metric_grammars.common import NUM, Grammar, canonical_of, empty_rows, num, shape
 
 HEADER = r"^\[(?:epoch=\d+\]\[)?batch=(?P<b>\d+)/\d+\]:\s*$"
 # A `- ` bullet: the same lines quoted in an issue's Markdown list ([OBS] mosaicml/composer#2357).

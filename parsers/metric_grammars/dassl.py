@@ -9,8 +9,7 @@ printed 1-based), as for mmcv's `Epoch [e][i/n]` and semseg's `Epoch: [e/E][i/n]
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import NUM, Grammar, epoch_iteration, num, pairs, shape
+from forensics.parsers.metric_grammars.common import NUM, Grammar, epoch_iteration, num, pairs, shape
 
 HEAD = r"(?:^|\s)epoch \[(?P<e>\d+)/\d+\]\[(?P<i>\d+)/(?P<n>\d+)\]"
 MATCH = HEAD + r"\s+time "

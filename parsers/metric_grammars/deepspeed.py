@@ -13,8 +13,7 @@ DeepSpeed's GB are GiB (`/ 1024**3`), converted to MiB.
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import (
+from forensics.parsers.metric_grammars.common import (
     NUM,
     Grammar,
     empty_rows,

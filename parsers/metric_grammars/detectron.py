@@ -12,8 +12,7 @@ The step is the printed iteration. `total_loss` (detectron2's sum of the loss te
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import NUM, Grammar, canonical_of, num, pairs, shape
+from forensics.parsers.metric_grammars.common import NUM, Grammar, canonical_of, num, pairs, shape
 
 MATCH = r"(?:^|\s)eta: (?:\d+ days?, )?\d+:\d{2}:\d{2}\s+iter: \d+\s"
 # `max mem` has a space; forks name per-group learning rates `lr (Visual Encoder): 2.50e-06`.

@@ -15,8 +15,7 @@ prefix is dropped, `val.`/`eval.`/`validation.` becomes `eval_`, BERT's `step_lo
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import NUM, Grammar, canonical_of, empty_rows, num, pairs, shape
+from forensics.parsers.metric_grammars.common import NUM, Grammar, canonical_of, empty_rows, num, pairs, shape
 
 PREFIX = r"\bDLL \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? - "
 # Every DLL line is claimed (a summary's `final_loss : ..` must not reach the generic reader); rows

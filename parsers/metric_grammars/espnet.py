@@ -15,8 +15,7 @@ carried from the last training line).
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import NUM, Grammar, empty_rows, epoch_steps, num, pairs, shape
+from forensics.parsers.metric_grammars.common import NUM, Grammar, empty_rows, epoch_steps, num, pairs, shape
 
 TRAIN = r"(?:^|\s)(?P<e>\d+)epoch:train:(?P<a>\d+)-(?P<b>\d+)batch: "
 RESULTS = r"(?:^|\s)\d+epoch results: \[train\]"

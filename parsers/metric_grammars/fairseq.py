@@ -13,8 +13,7 @@ units (`12.3s`, `45%`, `1.2GiB`) converted to ms / MiB; `Validation`/`Evaluation
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import (
+from forensics.parsers.metric_grammars.common import (
     MEM_TO_MIB,
     NUM,
     Grammar,

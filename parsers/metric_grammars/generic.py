@@ -16,8 +16,7 @@ the key says `ms`), memory with a unit to MiB.
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import (
+from forensics.parsers.metric_grammars.common import (
     MEM_TO_MIB,
     NUM,
     TIME_TO_MS,

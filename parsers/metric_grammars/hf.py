@@ -10,8 +10,7 @@ are read the same way. The dict carries no step: `finalize` takes it from the tq
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import Grammar, canonical_of, empty_rows, num, shape, split_pairs
+from forensics.parsers.metric_grammars.common import Grammar, canonical_of, empty_rows, num, shape, split_pairs
 
 # A dict repr that is a Trainer log: it starts with a known first key or holds the `epoch` key HF adds.
 MATCH = r"\{'(?:loss|eval_[\w/.-]*|train_runtime|learning_rate|grad_norm)': |\{'[^{}]*'epoch': [^{}]*\}"

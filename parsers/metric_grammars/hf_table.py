@@ -17,8 +17,7 @@ results table of numbers alone is not read.
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import Grammar, empty_rows, num, shape, snake
+from forensics.parsers.metric_grammars.common import Grammar, empty_rows, num, shape, snake
 
 HEADER = r"(?i)^\s*\|?\s*(?:Step|Epoch)\s*(?:\||\t)\s*Training Loss\s*(?:\||\t)"
 CELL = r"(?:[-+]?[\d.]+(?:[eE][-+]?\d+)?|nan|inf|No log)"

@@ -14,8 +14,7 @@ batches-per-epoch). `Epoch E, validation: loss=.., over N frames.` -> `eval_*` r
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import NUM, Grammar, empty_rows, epoch_steps, num, pairs, shape
+from forensics.parsers.metric_grammars.common import NUM, Grammar, empty_rows, epoch_steps, num, pairs, shape
 
 TRAIN = r"(?:^|\s)Epoch (?P<e>\d+), batch (?P<b>\d+), loss\["
 VALID = r"(?:^|\s)Epoch \d+, validation: \w+="

@@ -11,8 +11,7 @@ is written only where the value changes. `Epoch N` is printed 1-based and kept a
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import NUM, ROW_SCHEMA, Grammar, groups, num, shape
+from forensics.parsers.metric_grammars.common import NUM, ROW_SCHEMA, Grammar, groups, num, shape
 
 TRAIN = rf"^(?:Epoch \d+ \| )?iter \d+(?: \|)? step \d+(?::| \|) loss(?: train:)? {NUM}, "
 # Validation: `iter 4800: val loss 1.7258, val time: 3778.02 ms` (#1042) or `Epoch 3 | iter 340          | val_loss:

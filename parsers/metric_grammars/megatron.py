@@ -13,8 +13,7 @@ Megatron-bridge lines share the training layout and reprint the last `val_loss` 
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import (
+from forensics.parsers.metric_grammars.common import (
     NUM,
     Grammar,
     canonical,

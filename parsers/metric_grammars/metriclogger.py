@@ -14,8 +14,7 @@ eta: ..  time: 1.0105  data_time: 0.0024  memory: 48596  loss: 0.4665`, `Iter(tr
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import (
+from forensics.parsers.metric_grammars.common import (
     NUM,
     Grammar,
     canonical_of,

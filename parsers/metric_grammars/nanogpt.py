@@ -10,8 +10,7 @@ mfu: 74.13 | total time: 0.00m`.
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import (
+from forensics.parsers.metric_grammars.common import (
     NUM,
     TIME_TO_MS,
     Grammar,

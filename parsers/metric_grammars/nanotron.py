@@ -13,8 +13,7 @@ Megatron's tgs), `tokens_per_sec` -> tokens_per_s_global, `model_tflops_per_gpu`
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import Grammar, canonical_of, num, pairs_after_step, shape
+from forensics.parsers.metric_grammars.common import Grammar, canonical_of, num, pairs_after_step, shape
 
 MATCH = r"\biteration: \d+ / \d+ \| [a-z_]+: "
 NAMES = {

@@ -19,8 +19,7 @@ allocated / 1e6) -> mem_max_mib; others stay lower-cased.
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import NUM, Grammar, canonical_of, empty_rows, num, shape
+from forensics.parsers.metric_grammars.common import NUM, Grammar, canonical_of, empty_rows, num, shape
 
 HEADER = r"\[step=(?P<s>\d+)/\d+(?:,epoch=(?P<e>\d+))?\]\s*$"
 LINE = rf"^ {{4}}(?P<key>(?:train|optim|throughput|System|eval)/[\w/ ().-]+)=(?P<val>{NUM})\s*$"

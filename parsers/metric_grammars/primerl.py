@@ -9,8 +9,7 @@ mem_max_reserved_pct); `Time` is seconds (-> step_time_ms); MFU is a percentage.
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import Grammar, canonical_of, num, pairs_after_step, shape
+from forensics.parsers.metric_grammars.common import Grammar, canonical_of, num, pairs_after_step, shape
 
 MATCH = r"(?:^|\s)Step \d+ \| Time: [\d.]+s \| "
 NAMES = {"grad._norm": "grad_norm", "throughput": "tokens_per_s", "time": "step_time_ms", "max_vio": "max_vio"}

@@ -23,8 +23,7 @@ boundary is read as two boxes (the part without `total_timesteps` gives nothing)
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import NUM, Grammar, canonical, empty_rows, num, shape
+from forensics.parsers.metric_grammars.common import NUM, Grammar, canonical, empty_rows, num, shape
 
 SECTION = r"^\| [a-z_]+/ +\| +\|$"
 ROW = rf"^\|    [a-z_]+ +\| {NUM} +\|$"

@@ -12,8 +12,7 @@ window counts them); each that states the scale now in force gives `loss_scale`.
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import NUM, Grammar, empty_rows, num, shape, wide_to_rows
+from forensics.parsers.metric_grammars.common import NUM, Grammar, empty_rows, num, shape, wide_to_rows
 
 # (regex, group holding the scale now in force or None, is a skipped step, group holding the step or None)
 RULES: list[tuple[str, str | None, bool, str | None]] = [

@@ -17,8 +17,7 @@ record: a training row repeating the (step, name) of an earlier row of the chunk
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import NUM, Grammar, epoch_iteration, num, pairs, shape
+from forensics.parsers.metric_grammars.common import NUM, Grammar, epoch_iteration, num, pairs, shape
 
 TRAIN = r"(?:^|[\s:])Epoch: \[(?P<e>\d+)/\d+\]\[(?P<i>\d+)/(?P<n>\d+)\] Data "
 TEST = r"(?:^|[\s:])Test: \[\d+/\d+\] Data "

@@ -14,8 +14,7 @@ the test set of a finished run (a summary): it is claimed and gives no row.
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import Grammar, canonical, empty_rows, num, shape
+from forensics.parsers.metric_grammars.common import Grammar, canonical, empty_rows, num, shape
 
 # `epoch: 1, ..` (train_log.txt, recipes' default) or `Epoch: 6, ..` (recipes that pass `{"Epoch": epoch}`, #938).
 EPOCH = r"(?:^|\s)[Ee]poch: \d+, [\w ]+: .*? - (?:train|valid) [\w ]+: "

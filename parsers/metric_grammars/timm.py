@@ -12,8 +12,7 @@ Validation: `Test: [   0/390]  Time: 0.686 (0.686)  Loss:  0.8057 (0.8057)  Acc@
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import NUM, Grammar, canonical_of, num, pairs, shape
+from forensics.parsers.metric_grammars.common import NUM, Grammar, canonical_of, num, pairs, shape
 
 TRAIN = r"(?:^|\s)Train: (?P<ep>\d+) \[\s*(?P<i>\d+)/(?P<n>\d+) \(\s*\d+%\)\]\s+Loss:"
 TEST = r"(?:^|\s)Test(?: \(EMA\))?: \[\s*\d+/\d+\]\s+Time:"

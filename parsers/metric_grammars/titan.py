@@ -9,8 +9,7 @@ and `mem_max_reserved_pct`. Colours are already stripped by the line reader.
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import NUM, Grammar, groups, num, shape
+from forensics.parsers.metric_grammars.common import NUM, Grammar, groups, num, shape
 
 MATCH = rf"^(?P<val>validate )?step:\s*(?P<step>\d+)\s+loss:\s*(?P<loss>{NUM})"
 # Inside a line MATCH accepted, a plain number class is enough (the cast rejects anything odd), and it

@@ -14,8 +14,7 @@ The step is carried from the nearest step line above.
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import (
+from forensics.parsers.metric_grammars.common import (
     MEM_TO_MIB,
     NUM,
     TIME_TO_MS,

@@ -24,8 +24,7 @@ the metrics table.
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import (
+from forensics.parsers.metric_grammars.common import (
     NUM,
     ROW_SCHEMA,
     Grammar,

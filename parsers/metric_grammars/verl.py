@@ -12,8 +12,7 @@ mem_max_reserved_mib, `perf/throughput` -> tokens_per_s, `timing_s/step` -> step
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import Grammar, num, pairs_after_step, shape
+from forensics.parsers.metric_grammars.common import Grammar, num, pairs_after_step, shape
 
 MATCH = r"(?:^|\s)step:\d+ - [\w/@.()-]+:"
 NAMES = {

@@ -11,8 +11,7 @@ from this line (textlog carries it). Only a pair whose second item reads as a le
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars.common import Grammar, num, shape
+from forensics.parsers.metric_grammars.common import Grammar, num, shape
 
 MATCH = r"^\[\d+, (?:\d(?:\.\d+)?e-\d+|0\.\d+)\]$"
 

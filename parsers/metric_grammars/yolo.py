@@ -17,9 +17,8 @@ step keep the last (tqdm.py's rule). Headers without loss columns (YOLOv5 before
 from __future__ import annotations
 
 import polars as pl
-
-from parsers.metric_grammars import tqdm as tqdm_grammar
-from parsers.metric_grammars.common import empty_rows, num
+from forensics.parsers.metric_grammars import tqdm as tqdm_grammar
+from forensics.parsers.metric_grammars.common import empty_rows, num
 
 HEADER = r"(?i)^\s*Epoch\s+GPU_mem(?:\s+[\w()-]+)+\s*$"
 # A bar description that is a table row: `9/55  9.02G  0.1295 ...  640` (the `:` before the bar is cut).

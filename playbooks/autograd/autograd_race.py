@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import polars as pl
+from forensics.playbooks.base import Playbook, Threshold, declare
+from forensics.playbooks.evidence import combine, detection, events, first_message, where
+from forensics.playbooks.model import Cause, Detection, Severity
 
 from forensics.context import Context
-from playbooks.base import Playbook, Threshold, declare
-from playbooks.evidence import combine, detection, events, first_message, where
-from playbooks.model import Cause, Detection, Severity
 
 INPLACE_CODES = ("inplace_autograd_error",)
 TWICE_CODES = ("backward_twice",)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import polars as pl
+from forensics.playbooks.base import Playbook, Threshold, declare
+from forensics.playbooks.evidence import combine, detection, events, first_message
+from forensics.playbooks.fields import field
+from forensics.playbooks.model import Cause, Detection, Severity
 
 from forensics.context import Context
-from playbooks.base import Playbook, Threshold, declare
-from playbooks.evidence import combine, detection, events, first_message
-from playbooks.fields import field
-from playbooks.model import Cause, Detection, Severity
 
 RECOMPILE_CODES = ("dynamo_recompile",)
 LIMIT_CODES = ("dynamo_recompile_limit",)

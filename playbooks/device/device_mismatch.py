@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from forensics.playbooks.base import Playbook, declare
+from forensics.playbooks.evidence import detection, events, first_message, where
+from forensics.playbooks.fields import field
+from forensics.playbooks.model import Cause, Detection, Severity
+
 from forensics.context import Context
-from playbooks.base import Playbook, declare
-from playbooks.evidence import detection, events, first_message, where
-from playbooks.fields import field
-from playbooks.model import Cause, Detection, Severity
 
 CODES = ("device_mismatch",)
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 import polars as pl
+from forensics.playbooks.base import Playbook, declare
+from forensics.playbooks.distributed.nccl_timeout import TIMEOUT_CODES
+from forensics.playbooks.evidence import detection, events, first_message, ranks_text
+from forensics.playbooks.fields import field
+from forensics.playbooks.model import Cause, Detection, Severity
 
 from forensics.context import Context
-from playbooks.base import Playbook, declare
-from playbooks.distributed.nccl_timeout import TIMEOUT_CODES
-from playbooks.evidence import detection, events, first_message, ranks_text
-from playbooks.fields import field
-from playbooks.model import Cause, Detection, Severity
 
 MISMATCH_CODES = ("collective_mismatch",)
 

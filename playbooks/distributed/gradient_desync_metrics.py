@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import polars as pl
+from forensics.playbooks import metric_series as M
+from forensics.playbooks.base import Threshold
+from forensics.playbooks.distributed.gradient_desync import PLAYBOOK
+from forensics.playbooks.model import Detection
 
 from forensics.context import Context
-from playbooks import metric_series as M
-from playbooks.base import Threshold
-from playbooks.distributed.gradient_desync import PLAYBOOK
-from playbooks.model import Detection
 
 # Series identical on every replica of a synchronised data-parallel run.
 MUST_AGREE = ("grad_norm", "param_norm", "params_norm", "parameter_norm", "weight_norm")

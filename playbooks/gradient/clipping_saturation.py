@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import polars as pl
+from forensics.playbooks import metric_series as M
+from forensics.playbooks.base import Playbook, Threshold, declare
+from forensics.playbooks.model import Cause, Detection, Severity
 
 from forensics.context import Context
-from playbooks import metric_series as M
-from playbooks.base import Playbook, Threshold, declare
-from playbooks.model import Cause, Detection, Severity
 
 # A logged share of clipped updates (fairseq's `clip` meter, in %), and logged clip thresholds.
 CLIP_SHARE = ("clip_pct", "clip", "clip_fraction", "clipped")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import polars as pl
+from forensics.playbooks import metric_series as M
+from forensics.playbooks.base import Playbook, Threshold, declare
+from forensics.playbooks.evidence import events
+from forensics.playbooks.model import Cause, Detection, Severity
 
 from forensics.context import Context, evidence_rows
-from playbooks import metric_series as M
-from playbooks.base import Playbook, Threshold, declare
-from playbooks.evidence import events
-from playbooks.model import Cause, Detection, Severity
 
 LORA_GRAD = r"lora.*grad|grad.*lora"
 LORA_WEIGHT = r"lora"

@@ -5,13 +5,13 @@ from __future__ import annotations
 import datetime as dt
 
 import polars as pl
+from forensics.playbooks import gpu_samples as S
+from forensics.playbooks.base import Threshold
+from forensics.playbooks.fields import field, fmt_mib, size_mib
+from forensics.playbooks.memory.cuda_oom import OOM_CODES, PLAYBOOK
+from forensics.playbooks.model import Detection
 
 from forensics.context import Context, evidence_rows, onset_of
-from playbooks import gpu_samples as S
-from playbooks.base import Threshold
-from playbooks.fields import field, fmt_mib, size_mib
-from playbooks.memory.cuda_oom import OOM_CODES, PLAYBOOK
-from playbooks.model import Detection
 
 PLAYBOOK.thresholds.setdefault("proc_lookback_s", Threshold(600, "how long (s) before the OOM a process sample still describes the GPU at the failure", "ours"))
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import polars as pl
+from forensics.playbooks.base import Playbook, declare
+from forensics.playbooks.evidence import combine, detection, events, first_message, ranks_text
+from forensics.playbooks.fields import field
+from forensics.playbooks.model import Cause, Detection, Severity
 
 from forensics.context import Context, evidence_rows
-from playbooks.base import Playbook, declare
-from playbooks.evidence import combine, detection, events, first_message, ranks_text
-from playbooks.fields import field
-from playbooks.model import Cause, Detection, Severity
 
 # Proof that host memory ran out.
 KERNEL_OOM_CODES = ("host_oom_killed", "slurm_oom_kill")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import polars as pl
+from forensics.playbooks import metric_series as M
+from forensics.playbooks.base import Threshold
+from forensics.playbooks.memory.memory_leak import PLAYBOOK
+from forensics.playbooks.model import Detection
 
 from forensics.context import Context
-from playbooks import metric_series as M
-from playbooks.base import Threshold
-from playbooks.memory.memory_leak import PLAYBOOK
-from playbooks.model import Detection
 
 # Logged memory amounts (MiB after the parsers' unit conversion): allocated, reserved, RSS, "max mem".
 MEMORY = r"(^|_)(mem|memory|rss|vram|allocated|reserved)(_|$)"

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import polars as pl
+from forensics.playbooks import metric_series as M
+from forensics.playbooks.model import Detection
+from forensics.playbooks.performance.dataloader_bottleneck import PLAYBOOK
 
 from forensics.context import Context
-from playbooks import metric_series as M
-from playbooks.model import Detection
-from playbooks.performance.dataloader_bottleneck import PLAYBOOK
 
 DATA_TIME = ("data_time_ms",)
 

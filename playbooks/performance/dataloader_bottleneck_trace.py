@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import polars as pl
+from forensics.playbooks import trace_spans as S
+from forensics.playbooks.model import Detection
+from forensics.playbooks.performance.dataloader_bottleneck import PLAYBOOK
 
 from forensics.context import Context
-from playbooks import trace_spans as S
-from playbooks.model import Detection
-from playbooks.performance.dataloader_bottleneck import PLAYBOOK
 
 # `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__` (num_workers=0) or
 # `..._MultiProcessingDataLoaderIter.__next__` (workers); older profilers name it the same way.

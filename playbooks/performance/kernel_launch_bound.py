@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import polars as pl
+from forensics.playbooks import trace_spans as S
+from forensics.playbooks.base import Playbook, Threshold, declare
+from forensics.playbooks.model import Cause, Detection, Severity
 
 from forensics.context import Context
-from playbooks import trace_spans as S
-from playbooks.base import Playbook, Threshold, declare
-from playbooks.model import Cause, Detection, Severity
 
 LAUNCH = r"^(cudaLaunchKernel|cudaLaunchKernelExC|cuLaunchKernel|cuLaunchKernelEx|hipLaunchKernel|hipExtModuleLaunchKernel|hipModuleLaunchKernel|cudaLaunchCooperativeKernel)$"
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import polars as pl
+from forensics.playbooks import trace_spans as S
+from forensics.playbooks.base import Threshold
+from forensics.playbooks.model import Detection
+from forensics.playbooks.performance.low_gpu_utilization import PLAYBOOK
 
 from forensics.context import Context
-from playbooks import trace_spans as S
-from playbooks.base import Threshold
-from playbooks.model import Detection
-from playbooks.performance.low_gpu_utilization import PLAYBOOK
 
 PLAYBOOK.thresholds.setdefault("trace_min_steps", Threshold(3, "profiled steps with device activity needed before judging a trace", "ours"))
 

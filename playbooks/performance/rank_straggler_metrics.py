@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import polars as pl
+from forensics.playbooks import metric_series as M
+from forensics.playbooks.base import Threshold
+from forensics.playbooks.model import Detection
+from forensics.playbooks.performance.rank_straggler import PLAYBOOK
 
 from forensics.context import Context
-from playbooks import metric_series as M
-from playbooks.base import Threshold
-from playbooks.model import Detection
-from playbooks.performance.rank_straggler import PLAYBOOK
 
 # Per-rank durations where the slow rank is the one with the larger value. Waiting times (comm, sync,
 # all-reduce) are the opposite: the fast ranks wait for the straggler, so they are left out.

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from playbooks.base import Playbook, Threshold, declare
-from playbooks.model import Cause, Severity
+from forensics.playbooks.base import Playbook, Threshold, declare
+from forensics.playbooks.model import Cause, Severity
 
 PLAYBOOK = declare(
     Playbook(
