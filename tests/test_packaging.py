@@ -10,6 +10,7 @@ from pathlib import Path
 
 import forensics.parsers
 import forensics.playbooks
+
 from forensics import cache
 from tests.conftest import ROOT
 
