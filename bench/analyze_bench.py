@@ -44,11 +44,11 @@ if r is None:
     sys.exit("cache not reused: ingest the run first")
 if mode == "read":
     import polars as pl
-    from forensics import tables as T
+    from forensics.contracts import tables as T
     frames = [pl.from_arrow(r.table(name)) for name in T.SCHEMAS]
     text = ""
 else:
-    from forensics.context import Context
+    from forensics.contracts.context import Context
     from forensics.engine import analyze
     from forensics.reports import jsonout
     text = jsonout.render(analyze(Context(r)))

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from forensics import cache  # noqa: E402
-from forensics.context import Context  # noqa: E402
+from forensics.contracts.context import Context  # noqa: E402
 from forensics.engine import analyze  # noqa: E402
 from forensics.ingest import ingest  # noqa: E402
 from forensics.reports import jsonout  # noqa: E402

@@ -11,7 +11,7 @@ import orjson
 import pyarrow.parquet as pq
 
 from forensics import __version__
-from forensics import tables as T
+from forensics.contracts import tables as T
 from forensics.ingest import Run
 
 MANIFEST = "manifest.json"

@@ -91,10 +91,10 @@ def analyze(run: Path, fmt: str, out: Path | None, fail_on: str | None, select: 
     Example: forensics analyze sample_logs/cuda-oom
     """
     from forensics.config import ConfigError, find_config, load_config, parse_set
-    from forensics.context import Context
+    from forensics.contracts.context import Context
+    from forensics.contracts.model import Severity
     from forensics.engine import analyze as do_analyze
     from forensics.playbooks.base import registry
-    from forensics.playbooks.model import Severity
 
     try:
         cfg = load_config(config or find_config(Path.cwd()))

@@ -13,9 +13,9 @@ import traceback
 from dataclasses import dataclass, field
 
 from forensics.config import Config, resolve_thresholds, selected
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import ANY_PLAYBOOK, Cause, Detection, Evidence, Onset, Severity
 from forensics.playbooks.base import Playbook, registry
-from forensics.playbooks.model import ANY_PLAYBOOK, Cause, Detection, Evidence, Onset, Severity
 
 MAX_EVIDENCE = 10
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from forensics import spool
-from forensics import tables as T
+from forensics.contracts import tables as T
 from forensics.discover import discover
-from forensics.parsers.base import ParseResult
+from forensics.parsers import spool
+from forensics.parsers.base import ParseResult, kinds_where
 from forensics.sniff import sniff_source
 from forensics.steps import carry_across_files
 
@@ -37,21 +37,22 @@ class Run:
     # Per-file parts not yet assembled: in-memory tables or Arrow IPC files in a spool folder.
     parts: dict[str, list[pa.Table | Path]] = field(default_factory=dict, repr=False)
 
+    @property
+    def event_sources(self) -> tuple[str, ...]:
+        """Parser kinds whose files are scanned for error events (as the parsers declare)."""
+        return kinds_where("event_source")
+
     def table(self, name: str) -> pa.Table:
-        """One evidence table (empty with its schema when nothing produced it)."""
+        """One evidence table (empty with its schema when nothing produced it); assembles its parts, no parsing."""
         if name not in self.tables and name in self.parts:
-            table = T.concat(name, [_load(p) for p in self.parts.pop(name)])
-            if name == "events":
-                # Steps cross files only by the clock, which needs every file's rows: done on assembly.
-                table = carry_across_files(table, self.batches("metrics"))
-            self.tables[name] = table
+            self.tables[name] = T.concat(name, [_load(p) for p in self.parts.pop(name)])
         return self.tables.get(name) or T.empty(name)
 
     def batches(self, name: str) -> Iterator[pa.Table]:
         """The table of `name` part by part, in file order, each cast to its schema, without
         assembling it: a consumer that streams (the Parquet writer, a row count) keeps one part in
-        memory at a time. Events are always assembled first (they are small, and take their steps then)."""
-        if name == "events" or name in self.tables or name not in self.parts:
+        memory at a time. Events are assembled by ingest itself (they are small, and take their steps then)."""
+        if name in self.tables or name not in self.parts:
             yield self.table(name)
             return
         for part in self.parts[name]:
@@ -59,7 +60,7 @@ class Run:
 
     def num_rows(self, name: str) -> int:
         """Rows of a table, without assembling it (or casting its parts: a count needs neither)."""
-        if name == "events" or name in self.tables or name not in self.parts:
+        if name in self.tables or name not in self.parts:
             return self.table(name).num_rows
         return sum(_load(part).num_rows for part in self.parts[name])
 
@@ -205,6 +206,9 @@ def ingest(root: Path, progress=None) -> Run:
             run.meta.setdefault(key, value)
     rows.sort(key=lambda r: r["file"])
     run.tables["files"] = pa.Table.from_pylist(rows, schema=T.FILES) if rows else T.empty("files")
+    # Steps cross files only by the clock, which needs every file's rows: the last step of parsing.
+    events = T.concat("events", [_load(p) for p in run.parts.pop("events", [])])
+    run.tables["events"] = carry_across_files(events, run.batches("metrics"))
     return run
 
 

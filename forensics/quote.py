@@ -5,12 +5,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from forensics.playbooks.model import Evidence
+from forensics.contracts.model import Evidence
+from forensics.parsers.base import kinds_where
 from forensics.sources import make_source
 
-# Files whose `line` is a physical line (traces number events instead).
-TEXT_KINDS = ("text_log", "jsonl_metrics", "trainer_state", "nvsmi_query_csv", "nvsmi_dmon", "dcgm_dmon", "nvsmi_table",
-              "nvsmi_query_text", "nvsmi_capture")
 MAX_QUOTE = 2000
 
 
@@ -34,10 +32,12 @@ def read_lines(root: Path, rel: str, wanted: set[int]) -> dict[int, str]:
 
 
 def fill(root: Path, kinds: dict[str, str], rows: list[Evidence]) -> list[Evidence]:
-    """Replace synthetic evidence text with the line it came from, where that line can be read."""
+    """Replace synthetic evidence text with the line it came from, where that line can be read
+    (files whose parser declares `quotable`: their rows' `line` is a physical line)."""
+    quotable = kinds_where("quotable")
     wanted: dict[str, set[int]] = {}
     for e in rows:
-        if e.synthetic and kinds.get(e.file) in TEXT_KINDS:
+        if e.synthetic and kinds.get(e.file) in quotable:
             wanted.setdefault(e.file, set()).add(e.line)
     lines = {f: read_lines(root, f, ls) for f, ls in wanted.items()}
     return [dataclasses.replace(e, text=lines[e.file][e.line], synthetic=False)

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 import polars as pl
 import pyarrow as pa
 
-from forensics import tables as T
+from forensics.contracts import tables as T
 
 # Null ranks (single-process runs, launcher logs) are matched to null ranks under this key.
 _NO_RANK = -1

@@ -47,6 +47,11 @@ class Parser:
     sniff: Callable[[Sniffed], int]
     parse: Callable[[Source, Sniffed], ParseResult]
     description: str = ""
+    # Its files are scanned for error events: an empty events table from them means "nothing found".
+    event_source: bool = False
+    # Its rows' `line` is a physical line of the file (traces number events instead), so a row's
+    # real text can be quoted from the file.
+    quotable: bool = False
 
 
 _REGISTRY: dict[str, Parser] = {}
@@ -72,3 +77,8 @@ def registry() -> dict[str, Parser]:
             if isinstance(parser, Parser):
                 register(parser)
     return dict(_REGISTRY)
+
+
+def kinds_where(flag: str) -> tuple[str, ...]:
+    """The kinds of the parsers that declare `flag` (`event_source`, `quotable`), sorted."""
+    return tuple(sorted(kind for kind, p in registry().items() if getattr(p, flag)))

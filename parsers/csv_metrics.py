@@ -17,7 +17,7 @@ import polars as pl
 from forensics.parsers.base import Parser, ParseResult, Sniffed
 from forensics.parsers.metric_grammars.generic import STEP_KEYS, rows_from_pairs
 
-from forensics.tables import conform
+from forensics.contracts.tables import conform
 
 SOURCE = "csv_metrics"
 _METRIC_COL = re.compile(r"(?:^|[_/-])(?:loss|lr|learning_rate)(?:$|[_/-])", re.I)

@@ -156,4 +156,4 @@ def sniff(sn: Sniffed) -> int:
     return 0
 
 
-PARSER = Parser(kind="dcgm_dmon", sniff=sniff, parse=parse, description="DCGM dcgmi dmon")
+PARSER = Parser(kind="dcgm_dmon", quotable=True, sniff=sniff, parse=parse, description="DCGM dcgmi dmon")

@@ -19,7 +19,7 @@ from forensics.parsers import signatures
 from forensics.parsers.base import Parser, ParseResult, Sniffed
 from forensics.parsers.prefixes import rank_from_path
 
-from forensics.tables import conform
+from forensics.contracts.tables import conform
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<function>.+))?')
 MAX_TEXT_CHARS = 32_000
@@ -111,5 +111,5 @@ def parse(src, sn: Sniffed) -> ParseResult:
     return result
 
 
-PARSER = Parser(kind="torchelastic_error", sniff=sniff, parse=parse,
+PARSER = Parser(kind="torchelastic_error", event_source=True, sniff=sniff, parse=parse,
                 description="torchelastic error.json (TORCHELASTIC_ERROR_FILE)")

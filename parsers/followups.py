@@ -19,6 +19,8 @@ from forensics.parsers import signatures
 from forensics.parsers.blocks import prefix_pattern
 from forensics.parsers.prefixes import ANY_LOG_PREFIX
 
+from forensics.contracts.fields import field_expr
+
 # Events whose message may go on in the rows after it (the NCCL error-detail lines).
 DETAIL_CODES = ("nccl_error", "nccl_error_detail")
 # How many rows after an event are searched for the next lines of its stream (ranks interleave).
@@ -214,7 +216,7 @@ def _merge_oom_pairs(ev: pl.DataFrame) -> pl.DataFrame:
     if not ev.filter(pl.col("fields").str.contains('"form":"killed_line"', literal=True)).height:
         return ev
     ev = ev.with_row_index("_i")
-    oom = ev.filter(pl.col("code") == "host_oom_killed").with_columns(signatures.field_expr("pid").alias("_pid"))
+    oom = ev.filter(pl.col("code") == "host_oom_killed").with_columns(field_expr("pid").alias("_pid"))
     second = oom.filter(pl.col("fields").str.contains('"form":"killed_line"', literal=True))
     first = oom.filter(~pl.col("fields").str.contains('"form":"killed_line"', literal=True))
     # The same pid a few lines on, or the very next lines whatever the pid (`or sacrifice child`: a child may die).

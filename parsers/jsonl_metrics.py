@@ -21,7 +21,7 @@ import polars as pl
 from forensics.parsers.base import Parser, ParseResult, Sniffed
 from forensics.parsers.metric_grammars.generic import STEP_KEYS, rows_from_pairs
 
-from forensics.tables import conform
+from forensics.contracts.tables import conform
 
 SOURCE = "jsonl"
 _METRIC_KEY = re.compile(r'"(?:[\w/.-]*loss[\w/.-]*|' + "|".join(map(re.escape, STEP_KEYS)) + r')"\s*:')
@@ -98,4 +98,4 @@ def parse(src, sn: Sniffed) -> ParseResult:
     return result
 
 
-PARSER = Parser(kind="jsonl_metrics", sniff=sniff, parse=parse, description="JSON-lines metric files (trainer_log.jsonl, ...)")
+PARSER = Parser(kind="jsonl_metrics", quotable=True, sniff=sniff, parse=parse, description="JSON-lines metric files (trainer_log.jsonl, ...)")

@@ -18,7 +18,7 @@ import polars as pl
 from forensics.parsers.base import Parser, ParseResult, Sniffed
 from forensics.parsers.prefixes import rank_from_path
 
-from forensics import tables as T
+from forensics.contracts import tables as T
 
 SOURCE = "memory_timeline"
 NAME = "memory_timeline_bytes"

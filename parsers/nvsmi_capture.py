@@ -112,4 +112,4 @@ def sniff(sn: Sniffed) -> int:
     return 95 if hits else 0
 
 
-PARSER = Parser(kind="nvsmi_capture", sniff=sniff, parse=parse, description="multi-section nvidia-smi capture (`# $ command` headers)")
+PARSER = Parser(kind="nvsmi_capture", quotable=True, sniff=sniff, parse=parse, description="multi-section nvidia-smi capture (`# $ command` headers)")

@@ -484,4 +484,4 @@ def sniff(sn: Sniffed) -> int:
     return 0
 
 
-PARSER = Parser(kind="nvsmi_query_csv", sniff=sniff, parse=parse, description="nvidia-smi --query-gpu / --query-compute-apps CSV")
+PARSER = Parser(kind="nvsmi_query_csv", quotable=True, sniff=sniff, parse=parse, description="nvidia-smi --query-gpu / --query-compute-apps CSV")

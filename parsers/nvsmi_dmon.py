@@ -203,4 +203,4 @@ def sniff(sn: Sniffed) -> int:
     return 0
 
 
-PARSER = Parser(kind="nvsmi_dmon", sniff=sniff, parse=parse, description="nvidia-smi dmon / pmon")
+PARSER = Parser(kind="nvsmi_dmon", quotable=True, sniff=sniff, parse=parse, description="nvidia-smi dmon / pmon")

@@ -13,7 +13,7 @@ import polars as pl
 import pyarrow as pa
 from forensics.parsers.prefixes import parse_iso
 
-from forensics.tables import SCHEMAS, conform
+from forensics.contracts.tables import SCHEMAS, conform
 
 # Values nvidia-smi prints where it has no number (formats.md §3.1, §3.5; corpus captures).
 NULL_TOKENS = [

@@ -245,4 +245,4 @@ def sniff(sn: Sniffed) -> int:
     return 0
 
 
-PARSER = Parser(kind="nvsmi_query_text", sniff=sniff, parse=parse, description="nvidia-smi -q text report")
+PARSER = Parser(kind="nvsmi_query_text", quotable=True, sniff=sniff, parse=parse, description="nvidia-smi -q text report")

@@ -201,7 +201,7 @@ def sniff(sn: Sniffed) -> int:
     return 0
 
 
-PARSER = Parser(kind="nvsmi_table", sniff=sniff, parse=parse, description="default nvidia-smi table (one or more snapshots)")
+PARSER = Parser(kind="nvsmi_table", quotable=True, sniff=sniff, parse=parse, description="default nvidia-smi table (one or more snapshots)")
 
 
 def from_log(frame: pl.DataFrame, cand: pl.DataFrame, state: dict) -> None:

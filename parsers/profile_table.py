@@ -15,7 +15,7 @@ import re
 
 import polars as pl
 
-from forensics import tables as T
+from forensics.contracts import tables as T
 
 SOURCE = "key_averages"
 HEADER = "Self CPU %"

@@ -14,14 +14,13 @@ import re
 import numpy as np
 import polars as pl
 import pyarrow as pa
-from forensics.parsers import blocks, followups, metric_lines, nvsmi_table, profile_table, signatures
+from forensics.parsers import blocks, followups, metric_lines, nvsmi_table, profile_table, signatures, spool
 from forensics.parsers.base import Parser, ParseResult, Sniffed
 from forensics.parsers.lines import ReadStats, iter_frames
 from forensics.parsers.prefixes import rank_from_path, split_prefixes
 
-from forensics import spool
-from forensics import tables as T
-from forensics.tables import conform
+from forensics.contracts import tables as T
+from forensics.contracts.tables import conform
 
 NEEDLES: list[str] = sorted(
     set(metric_lines.NEEDLES) | set(signatures.needles()) | set(blocks.NEEDLES) | set(nvsmi_table.NEEDLES)
@@ -199,4 +198,4 @@ def sniff(sn: Sniffed) -> int:
     return 10
 
 
-PARSER = Parser(kind="text_log", sniff=sniff, parse=parse, description="training / launcher stdout and stderr")
+PARSER = Parser(kind="text_log", event_source=True, quotable=True, sniff=sniff, parse=parse, description="training / launcher stdout and stderr")

@@ -18,7 +18,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from forensics import tables as T
+from forensics.contracts import tables as T
 
 DICT_STR = T.DICT_STR
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")

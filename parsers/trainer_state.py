@@ -16,7 +16,7 @@ import polars as pl
 from forensics.parsers.base import Parser, ParseResult, Sniffed
 from forensics.parsers.metric_grammars.common import canonical, num
 
-from forensics.tables import conform
+from forensics.contracts.tables import conform
 
 SOURCE = "trainer_state"
 KEY_LINE = r'^      "(?P<key>[^"]+)": (?P<val>.*?),?$'
@@ -89,4 +89,4 @@ def parse(src, sn: Sniffed) -> ParseResult:
     return result
 
 
-PARSER = Parser(kind="trainer_state", sniff=sniff, parse=parse, description="HuggingFace trainer_state.json log_history")
+PARSER = Parser(kind="trainer_state", quotable=True, sniff=sniff, parse=parse, description="HuggingFace trainer_state.json log_history")

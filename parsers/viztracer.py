@@ -19,7 +19,7 @@ from forensics.parsers import trace_tables as tt
 from forensics.parsers.base import Parser, ParseResult, Sniffed
 from forensics.parsers.prefixes import rank_from_path
 
-from forensics import tables as T
+from forensics.contracts import tables as T
 
 SOURCE = "viztracer"
 # ReportBuilder's own pattern for `qualname (file:line)`.

@@ -7,9 +7,9 @@ How to write one (see playbooks/memory/cuda_oom.py for a complete example):
   verify=..., fix=..., tables=(...), explains=(...consequence ids...), thresholds={name: Threshold(default,
   doc, origin)}, doc=<Markdown with ## Symptom / ## Why it matters / ## Evidence / ## Known false positives
   [/ ## References]>))`.
-- Add detectors with `@PLAYBOOK.detector(("events",))`: `fn(ctx: forensics.context.Context, th: dict)
+- Add detectors with `@PLAYBOOK.detector(("events",))`: `fn(ctx: forensics.contracts.context.Context, th: dict)
   -> Detection | list[Detection] | None`. Read tables with polars (`ctx.table("metrics")`,
-  `ctx.events_of(*codes)`, `ctx.metric("loss")`); quote rows with `forensics.context.evidence_rows`;
+  `ctx.events_of(*codes)`, `ctx.metric("loss")`); quote rows with `forensics.contracts.context.evidence_rows`;
   name causes by their declared ids in `Detection.causes` ({cause_id: strength 0..1}); put the numbers
   of the summary in `Detection.facts`. Every number that decides must come from `th` (a threshold).
 - Another module may add a detector for the same id from other evidence: import the declaring module's

@@ -7,10 +7,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from forensics.playbooks.model import Cause, Detection, Severity
+from forensics.contracts.model import Cause, Detection, Severity
 
 if TYPE_CHECKING:
-    from forensics.context import Context
+    from forensics.contracts.context import Context
 
 # A detector reads the evidence tables through the context and returns what it saw (or nothing).
 Detector = Callable[["Context", dict], "Detection | Iterable[Detection] | None"]
@@ -100,7 +100,7 @@ def registry() -> dict[str, Playbook]:
         names = sorted(m.name for m in pkgutil.walk_packages(playbooks.__path__, "forensics.playbooks."))
         # Declarations live in `playbooks.<category>.<id>` modules; detector add-ons in other
         # modules look their playbook up with get(), so import declarations first.
-        skip = {"forensics.playbooks.base", "forensics.playbooks.model", "forensics.playbooks.timeseries"}
+        skip = {"forensics.playbooks.base", "forensics.playbooks.timeseries"}
         for name in names:
             if name not in skip:
                 importlib.import_module(name)

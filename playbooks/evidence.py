@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import polars as pl
-from forensics.playbooks.model import Detection, Severity
 
-from forensics.context import Context, evidence_rows, onset_of, sort_by_onset
+from forensics.contracts.context import Context, evidence_rows, onset_of, sort_by_onset
+from forensics.contracts.model import Detection, Severity
 
 
 def events(ctx: Context, codes: tuple[str, ...], *, text: str | None = None) -> pl.DataFrame:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-# One conversion of printed sizes for parsers and playbooks alike.
-from forensics.parsers.signatures import field_expr as field
-from forensics.parsers.signatures import size_to_mib
+# One conversion of printed sizes for parsers and playbooks alike (the contract's, not a parser's).
+from forensics.contracts.fields import field_expr as field
+from forensics.contracts.fields import size_to_mib
 
 # `20.00 MiB`, `1.5 GiB`, `0 bytes` -> MiB as float (null when unparseable).
 size_mib = size_to_mib

@@ -10,9 +10,9 @@ from __future__ import annotations
 import datetime as dt
 
 import polars as pl
-from forensics.playbooks.model import Evidence, Onset
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Evidence, Onset
 
 STREAM = ["file", "source", "gpu"]
 

@@ -12,9 +12,9 @@ import re
 
 import polars as pl
 from forensics.playbooks import timeseries as ts
-from forensics.playbooks.model import Evidence, Onset
 
-from forensics.context import Context, evidence_rows
+from forensics.contracts.context import Context, evidence_rows
+from forensics.contracts.model import Evidence, Onset
 
 # Training-loss spellings after canonicalisation (Megatron `lm loss`, fairseq/HF variants).
 LOSS = ("loss", "lm_loss", "train_loss", "training_loss", "loss_train", "train/loss")

@@ -7,9 +7,9 @@ microsecond clock (`ts_us`, `dur_us`).
 from __future__ import annotations
 
 import polars as pl
-from forensics.playbooks.model import Evidence, Onset
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Evidence, Onset
 
 GPU_ACTIVITY = ("kernel", "gpu_memcpy", "gpu_memset")
 STEP_NAME = r"^ProfilerStep#\d+$"

@@ -10,7 +10,7 @@ from forensics.playbooks import metric_series as M
 from forensics.playbooks import timeseries as ts
 from numpy.lib.stride_tricks import sliding_window_view
 
-from forensics.context import Context
+from forensics.contracts.context import Context
 from tests.helpers import ingest_text
 
 

@@ -14,9 +14,9 @@ import polars as pl
 import pytest
 from forensics.playbooks.base import get
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.tables import conform
 from forensics.ingest import Run
-from forensics.tables import conform
 
 
 def ctx_of(series: dict[str, list], ranks: int = 1, start: int = 1, every: int = 1, events: pl.DataFrame | None = None) -> Context:

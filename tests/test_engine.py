@@ -5,10 +5,10 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from forensics.playbooks.model import Onset
 
 from forensics.config import Config, ConfigError, parse_set
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Onset
 from forensics.engine import analyze, not_later
 from forensics.ingest import ingest
 from tests.helpers import write_run

@@ -143,7 +143,7 @@ def test_kineto_trace_of_torch_2_11_on_h100():
 
 
 def test_leak_confirms_the_ooms_growth_cause():
-    from forensics.context import Context
+    from forensics.contracts.context import Context
     from forensics.engine import analyze
 
     a = analyze(Context(ingest(SAMPLES / "memory-leak-h100")))

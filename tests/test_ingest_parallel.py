@@ -8,7 +8,7 @@ import os
 import polars as pl
 
 from forensics import ingest as I
-from forensics import tables as T
+from forensics.contracts import tables as T
 from forensics.workers import run_tasks
 from tests.helpers import frame, write_run
 

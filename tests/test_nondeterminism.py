@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forensics.context import Context
+from forensics.contracts.context import Context
 from forensics.engine import analyze
 from forensics.ingest import ingest
 from tests.helpers import write_run

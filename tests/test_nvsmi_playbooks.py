@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from forensics.context import Context
+from forensics.contracts.context import Context
 from forensics.engine import analyze
 from forensics.ingest import ingest
 from tests.conftest import SAMPLES

@@ -6,8 +6,8 @@ import re
 
 import pytest
 from forensics.playbooks.base import CATEGORIES, DOC_SECTIONS, registry
-from forensics.playbooks.model import ANY_PLAYBOOK
 
+from forensics.contracts.model import ANY_PLAYBOOK
 from tests.conftest import ROOT, SAMPLES
 
 CATALOG = ROOT.parent / "shared" / "PLAYBOOKS.md"

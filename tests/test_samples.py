@@ -6,9 +6,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from forensics.playbooks.model import Severity
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Severity
 from forensics.engine import analyze
 from forensics.ingest import ingest
 from tests.conftest import SAMPLES

@@ -14,6 +14,8 @@ import pytest
 from forensics.parsers import signatures
 from forensics.parsers.prefixes import split_prefixes
 
+from forensics.contracts.fields import field_expr, size_to_mib
+
 
 def events_of(*lines: str) -> pl.DataFrame:
     """Signature events of some log lines (prefix splitting included), with `fields` decoded."""
@@ -701,14 +703,14 @@ def test_near_misses(line, codes):
 
 def test_size_to_mib():
     s = pl.DataFrame({"s": ["20.00 MiB", "0 bytes", "4.00 GiB", "512 bytes", "1.50 KiB", "2 GB", "nonsense", None]})
-    got = s.select(signatures.size_to_mib(pl.col("s"))).to_series().to_list()
+    got = s.select(size_to_mib(pl.col("s"))).to_series().to_list()
     assert got[:6] == [20.0, 0.0, 4096.0, 512 / 1048576, 1.5 / 1024, 2048.0]
     assert got[6] is None and got[7] is None
 
 
 def test_field_expr_reads_fields_json():
     ev = events_of(CASES[0][2])
-    got = ev.select(signatures.size_to_mib(signatures.field_expr("requested")).alias("req")).item()
+    got = ev.select(size_to_mib(field_expr("requested")).alias("req")).item()
     assert got == pytest.approx(19.68 * 1024)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from forensics import tables as T
+from forensics.contracts import tables as T
 
 
 def test_conform_fills_missing_columns_and_drops_extra_ones():

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from forensics.playbooks import timeseries as ts
 
-from forensics.tables import conform
+from forensics.contracts.tables import conform
 
 
 def metrics(rows: list[tuple], name: str = "loss", file: str = "train.log") -> pl.DataFrame:

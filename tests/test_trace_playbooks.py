@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 from forensics.playbooks.base import registry
 
-from forensics.context import Context
+from forensics.contracts.context import Context
 from forensics.ingest import ingest
 from tests.conftest import SAMPLES
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from forensics.playbooks.model import Severity
-
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Severity
 from forensics.engine import Analysis, analyze
 from forensics.ingest import ingest
 from tests.conftest import ROOT

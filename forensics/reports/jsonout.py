@@ -8,8 +8,8 @@ import math
 import orjson
 
 from forensics import __version__
+from forensics.contracts.model import Evidence, Onset
 from forensics.engine import Analysis, Finding
-from forensics.playbooks.model import Evidence, Onset
 
 SCHEMA_VERSION = "1.0"
 

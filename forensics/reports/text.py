@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+from forensics.contracts.model import Evidence, Severity
 from forensics.engine import Analysis, Finding
-from forensics.playbooks.model import Evidence, Severity
 
 _COLOURS = {
     Severity.CRITICAL: "\x1b[1;31m",

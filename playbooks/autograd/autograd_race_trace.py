@@ -5,9 +5,9 @@ from __future__ import annotations
 import polars as pl
 from forensics.playbooks import trace_spans as S
 from forensics.playbooks.autograd.autograd_race import PLAYBOOK
-from forensics.playbooks.model import Detection
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Detection
 
 # Python entry points of a backward pass as VizTracer names them (func split from `qualname (file:line)`).
 BACKWARD = (pl.col("func").is_in(["Tensor.backward", "_engine_run_backward"])

@@ -6,9 +6,9 @@ import polars as pl
 from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import combine, detection, events, first_message
 from forensics.playbooks.fields import field
-from forensics.playbooks.model import Cause, Detection, Severity
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Cause, Detection, Severity
 
 RECOMPILE_CODES = ("dynamo_recompile",)
 LIMIT_CODES = ("dynamo_recompile_limit",)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from forensics.playbooks.base import Playbook, declare
 from forensics.playbooks.evidence import combine, detection, events, first_message, where
 from forensics.playbooks.fields import field
-from forensics.playbooks.model import Cause, Detection, Severity
 
-from forensics.context import Context, onset_of
+from forensics.contracts.context import Context, onset_of
+from forensics.contracts.model import Cause, Detection, Severity
 
 LABEL_CODES = ("target_out_of_bounds",)
 # The kernel assert of a label out of range (nll_loss / cross-entropy on GPU).

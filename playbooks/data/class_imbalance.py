@@ -7,9 +7,9 @@ import re
 import polars as pl
 from forensics.playbooks import metric_series as M
 from forensics.playbooks.base import Playbook, Threshold, declare
-from forensics.playbooks.model import Cause, Detection, Severity
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Cause, Detection, Severity
 
 # Per-class counts: label_count_3, class_count/3, count_class_3, samples_per_class_3, ...
 COUNTS = r"(label|class|target)s?_?count|count_?(label|class)|samples_per_class|class_freq"

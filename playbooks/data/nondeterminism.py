@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 from forensics.playbooks.base import Playbook, Threshold, declare
-from forensics.playbooks.model import Cause, Detection, Onset, Severity
 
-from forensics.context import Context, evidence_rows
+from forensics.contracts.context import Context, evidence_rows
+from forensics.contracts.model import Cause, Detection, Onset, Severity
 
 # Series compared, in order of preference: the first one both runs log decides.
 SERIES = ("loss", "grad_norm", "eval_loss", "lr")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from forensics.playbooks.base import Playbook, declare
 from forensics.playbooks.evidence import combine, detection, events, first_message
-from forensics.playbooks.model import Cause, Detection, Severity
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Cause, Detection, Severity
 
 VOCAB_CODES = ("embedding_size_mismatch",)
 PADDING_CODES = ("padding_side_warning",)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from forensics.playbooks.base import Playbook, declare
 from forensics.playbooks.evidence import detection, events, first_message, where
-from forensics.playbooks.model import Cause, Detection, Severity
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Cause, Detection, Severity
 
 CODES = ("invalid_resource_handle", "invalid_device_context", "cuda_busy_unavailable", "cuda_fork_reinit")
 

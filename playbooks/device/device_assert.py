@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from forensics.playbooks.base import Playbook, declare
 from forensics.playbooks.evidence import detection, events, first_message, where
-from forensics.playbooks.model import Cause, Detection, Severity
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Cause, Detection, Severity
 
 CODES = ("device_side_assert", "cuda_kernel_assert", "illegal_memory_access", "misaligned_address", "illegal_instruction",
          "cuda_launch_failure")

@@ -6,9 +6,9 @@ import polars as pl
 from forensics.playbooks.base import Playbook, declare
 from forensics.playbooks.evidence import detection, events, first_message
 from forensics.playbooks.fields import field
-from forensics.playbooks.model import Cause, Detection, Severity
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Cause, Detection, Severity
 
 # amdgpu's kernel lines are AMD's counterparts: a GPU page fault (like Xid 31, usually the program's bad
 # address) and a ring timeout (the GPU stopped completing work and the driver reset it).

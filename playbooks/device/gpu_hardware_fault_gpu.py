@@ -7,9 +7,9 @@ import polars as pl
 from forensics.playbooks import gpu_samples as S
 from forensics.playbooks.base import Threshold
 from forensics.playbooks.device.gpu_hardware_fault import PLAYBOOK
-from forensics.playbooks.model import Detection
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Detection
 
 PLAYBOOK.thresholds.setdefault("min_missing", Threshold(3, "samples of the other GPUs after a GPU's last one that make it missing (a cut-off last sample is not)", "ours"))
 PLAYBOOK.thresholds.setdefault("min_present", Threshold(3, "samples a GPU must have had before its absence counts", "ours"))

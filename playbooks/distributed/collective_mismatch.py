@@ -9,9 +9,9 @@ from forensics.playbooks.base import Playbook, declare
 from forensics.playbooks.distributed.nccl_timeout import TIMEOUT_CODES
 from forensics.playbooks.evidence import detection, events, first_message, ranks_text
 from forensics.playbooks.fields import field
-from forensics.playbooks.model import Cause, Detection, Severity
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Cause, Detection, Severity
 
 MISMATCH_CODES = ("collective_mismatch",)
 

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import detection, events, first_message, ranks_text
-from forensics.playbooks.model import Cause, Detection, Severity
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Cause, Detection, Severity
 
 DDP_CODES = ("ddp_unused_parameters", "ddp_unused_parameter_list", "ddp_marked_ready_twice", "fsdp_requires_grad_mismatch",
              "grad_norm_mismatch")

@@ -6,9 +6,9 @@ import polars as pl
 from forensics.playbooks import metric_series as M
 from forensics.playbooks.base import Threshold
 from forensics.playbooks.distributed.gradient_desync import PLAYBOOK
-from forensics.playbooks.model import Detection
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Detection
 
 # Series identical on every replica of a synchronised data-parallel run.
 MUST_AGREE = ("grad_norm", "param_norm", "params_norm", "parameter_norm", "weight_norm")

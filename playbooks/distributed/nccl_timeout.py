@@ -6,9 +6,9 @@ import polars as pl
 from forensics.playbooks.base import Playbook, declare
 from forensics.playbooks.evidence import combine, detection, events, first_message, ranks_of, ranks_text
 from forensics.playbooks.fields import field
-from forensics.playbooks.model import ANY_PLAYBOOK, Cause, Detection, Severity
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import ANY_PLAYBOOK, Cause, Detection, Severity
 
 # gloo's monitoredBarrier names the ranks that never arrived; a dump signal is a peer's watchdog timeout
 # relayed to this rank (it names the rank that timed out first).

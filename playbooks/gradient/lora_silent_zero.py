@@ -6,9 +6,9 @@ import polars as pl
 from forensics.playbooks import metric_series as M
 from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import events
-from forensics.playbooks.model import Cause, Detection, Severity
 
-from forensics.context import Context, evidence_rows
+from forensics.contracts.context import Context, evidence_rows
+from forensics.contracts.model import Cause, Detection, Severity
 
 LORA_GRAD = r"lora.*grad|grad.*lora"
 LORA_WEIGHT = r"lora"

@@ -6,9 +6,9 @@ import polars as pl
 from forensics.playbooks import metric_series as M
 from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import events
-from forensics.playbooks.model import Cause, Detection, Severity
 
-from forensics.context import Context, evidence_rows, onset_of
+from forensics.contracts.context import Context, evidence_rows, onset_of
+from forensics.contracts.model import Cause, Detection, Severity
 
 # Per-layer gradient norms: names with grad and norm that are not the global norm or an adapter's.
 LAYER_GRADS = r"grad.*norm.+|.+grad.*norm|grad_norm/"

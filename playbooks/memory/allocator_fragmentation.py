@@ -7,9 +7,9 @@ from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import detection, events, where
 from forensics.playbooks.fields import field, fmt_mib, size_mib
 from forensics.playbooks.memory.cuda_oom import BATCH_FINDER_CODES, OOM_CODES, device_oom_events
-from forensics.playbooks.model import Cause, Detection, Severity
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Cause, Detection, Severity
 
 # The caching allocator had to free its cache and retry cudaMalloc: DeepSpeed ZeRO-3's per-step count of
 # cache flushes, and `cudaMalloc retries` in torch.cuda.memory_summary(). Memory pressure, not a failure.

@@ -5,9 +5,9 @@ from __future__ import annotations
 import polars as pl
 from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.fields import field, fmt_mib, size_mib
-from forensics.playbooks.model import Cause, Detection, Severity
 
-from forensics.context import Context, evidence_rows, onset_of, sort_by_onset
+from forensics.contracts.context import Context, evidence_rows, onset_of, sort_by_onset
+from forensics.contracts.model import Cause, Detection, Severity
 
 # Event codes of the signature table that are a device allocation failure.
 OOM_CODES = ("cuda_oom", "mps_oom")

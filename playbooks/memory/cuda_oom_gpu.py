@@ -9,9 +9,9 @@ from forensics.playbooks import gpu_samples as S
 from forensics.playbooks.base import Threshold
 from forensics.playbooks.fields import field, fmt_mib, size_mib
 from forensics.playbooks.memory.cuda_oom import OOM_CODES, PLAYBOOK
-from forensics.playbooks.model import Detection
 
-from forensics.context import Context, evidence_rows, onset_of
+from forensics.contracts.context import Context, evidence_rows, onset_of
+from forensics.contracts.model import Detection
 
 PLAYBOOK.thresholds.setdefault("proc_lookback_s", Threshold(600, "how long (s) before the OOM a process sample still describes the GPU at the failure", "ours"))
 

@@ -6,9 +6,9 @@ import polars as pl
 from forensics.playbooks.base import Playbook, declare
 from forensics.playbooks.evidence import combine, detection, events, first_message, ranks_text
 from forensics.playbooks.fields import field
-from forensics.playbooks.model import Cause, Detection, Severity
 
-from forensics.context import Context, evidence_rows
+from forensics.contracts.context import Context, evidence_rows
+from forensics.contracts.model import Cause, Detection, Severity
 
 # Proof that host memory ran out.
 KERNEL_OOM_CODES = ("host_oom_killed", "slurm_oom_kill")

@@ -7,9 +7,9 @@ import polars as pl
 from forensics.playbooks import gpu_samples as S
 from forensics.playbooks.base import Threshold
 from forensics.playbooks.memory.memory_leak import PLAYBOOK
-from forensics.playbooks.model import Detection
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Detection
 
 PLAYBOOK.thresholds.setdefault("warmup_share", Threshold(0.1, "share of the training samples at the start left out: the caching allocator fills up there", "ours"))
 PLAYBOOK.thresholds.setdefault("late_slope_share", Threshold(0.5, "slope over the last third as a share of the overall slope below which the growth has plateaued", "ours"))

@@ -6,9 +6,9 @@ import polars as pl
 from forensics.playbooks import metric_series as M
 from forensics.playbooks.base import Threshold
 from forensics.playbooks.memory.memory_leak import PLAYBOOK
-from forensics.playbooks.model import Detection
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Detection
 
 # Logged memory amounts (MiB after the parsers' unit conversion): allocated, reserved, RSS, "max mem".
 MEMORY = r"(^|_)(mem|memory|rss|vram|allocated|reserved)(_|$)"

@@ -7,9 +7,9 @@ from forensics.playbooks import metric_series as M
 from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import events
 from forensics.playbooks.fields import field
-from forensics.playbooks.model import Cause, Detection, Severity
 
-from forensics.context import Context, evidence_rows
+from forensics.contracts.context import Context, evidence_rows
+from forensics.contracts.model import Cause, Detection, Severity
 
 PLAYBOOK = declare(
     Playbook(

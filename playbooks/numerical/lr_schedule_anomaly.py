@@ -5,9 +5,9 @@ from __future__ import annotations
 import polars as pl
 from forensics.playbooks import metric_series as M
 from forensics.playbooks.base import Playbook, Threshold, declare
-from forensics.playbooks.model import Cause, Detection, Severity
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Cause, Detection, Severity
 
 # Anomaly kind (timeseries.lr_anomalies) -> the cause it points at.
 KIND_CAUSE = {

@@ -6,9 +6,9 @@ import polars as pl
 from forensics.playbooks import metric_series as M
 from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import combine, events
-from forensics.playbooks.model import Cause, Detection, Onset, Severity
 
-from forensics.context import Context, evidence_rows, onset_of
+from forensics.contracts.context import Context, evidence_rows, onset_of
+from forensics.contracts.model import Cause, Detection, Onset, Severity
 
 # Log lines that say the loss (or a value computed from it) went non-finite.
 NAN_CODES = ("nan_loss_message", "megatron_nan_check", "nonfinite_metric_stop", "anomaly_nan")

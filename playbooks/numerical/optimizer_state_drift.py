@@ -8,9 +8,9 @@ import re
 import polars as pl
 from forensics.playbooks import metric_series as M
 from forensics.playbooks.base import Playbook, Threshold, declare
-from forensics.playbooks.model import Cause, Detection, Severity
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Cause, Detection, Severity
 
 # Logged optimizer-moment series (Adam exp_avg / exp_avg_sq and common spellings).
 MOMENTS = r"exp_avg|adam_[mv]\b|adam_[mv]_|first_moment|second_moment|moment[12]|optimizer_state"

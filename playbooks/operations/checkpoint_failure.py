@@ -5,9 +5,9 @@ from __future__ import annotations
 import polars as pl
 from forensics.playbooks.base import Playbook, declare
 from forensics.playbooks.evidence import combine, detection, events, first_message, where
-from forensics.playbooks.model import Cause, Detection, Severity
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Cause, Detection, Severity
 
 # Specific to checkpoints whatever the context.
 CORRUPT_CODES = ("checkpoint_corrupt",)

@@ -8,9 +8,9 @@ import polars as pl
 from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import detection, events, first_message
 from forensics.playbooks.fields import field
-from forensics.playbooks.model import Cause, Detection, Onset, Severity
 
-from forensics.context import Context, evidence_rows, plain
+from forensics.contracts.context import Context, evidence_rows, plain
+from forensics.contracts.model import Cause, Detection, Onset, Severity
 
 DUMP_CODES = ("nccl_heartbeat_timeout", "nccl_watchdog_stuck", "dataloader_timeout", "faulthandler_timeout", "py_spy_dump")
 ERROR_SEVERITIES = ("error",)

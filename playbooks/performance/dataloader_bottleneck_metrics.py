@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import polars as pl
 from forensics.playbooks import metric_series as M
-from forensics.playbooks.model import Detection
 from forensics.playbooks.performance.dataloader_bottleneck import PLAYBOOK
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Detection
 
 DATA_TIME = ("data_time_ms",)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import polars as pl
 from forensics.playbooks import trace_spans as S
-from forensics.playbooks.model import Detection
 from forensics.playbooks.performance.dataloader_bottleneck import PLAYBOOK
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Detection
 
 # `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__` (num_workers=0) or
 # `..._MultiProcessingDataLoaderIter.__next__` (workers); older profilers name it the same way.

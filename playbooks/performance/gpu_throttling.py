@@ -5,9 +5,9 @@ from __future__ import annotations
 import polars as pl
 from forensics.playbooks import gpu_samples as S
 from forensics.playbooks.base import Playbook, Threshold, declare
-from forensics.playbooks.model import Cause, Detection, Severity
 
-from forensics.context import Context, evidence_rows
+from forensics.contracts.context import Context, evidence_rows
+from forensics.contracts.model import Cause, Detection, Severity
 
 # NVML clocks-event reason bits that slow a working GPU down (formats.md §3.1). GpuIdle (0x1),
 # ApplicationsClocksSetting (0x2), SyncBoost (0x10) and DisplayClockSetting (0x100) do not.

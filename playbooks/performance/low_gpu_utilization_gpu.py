@@ -5,10 +5,10 @@ from __future__ import annotations
 import polars as pl
 from forensics.playbooks import gpu_samples as S
 from forensics.playbooks.base import Threshold
-from forensics.playbooks.model import Detection
 from forensics.playbooks.performance.low_gpu_utilization import PLAYBOOK
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Detection
 
 PLAYBOOK.thresholds.setdefault("min_samples", Threshold(20, "samples of a GPU during training needed before its utilisation is judged", "ours"))
 PLAYBOOK.thresholds.setdefault("idle_pct", Threshold(10, "utilisation (%) at or below which a sample counts as idle (waiting)", "ours"))

@@ -5,10 +5,10 @@ from __future__ import annotations
 import polars as pl
 from forensics.playbooks import metric_series as M
 from forensics.playbooks.base import Threshold
-from forensics.playbooks.model import Detection
 from forensics.playbooks.performance.rank_straggler import PLAYBOOK
 
-from forensics.context import Context
+from forensics.contracts.context import Context
+from forensics.contracts.model import Detection
 
 # Per-rank durations where the slow rank is the one with the larger value. Waiting times (comm, sync,
 # all-reduce) are the opposite: the fast ranks wait for the straggler, so they are left out.

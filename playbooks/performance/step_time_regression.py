@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from forensics.playbooks.base import Playbook, Threshold, declare
-from forensics.playbooks.model import Cause, Severity
+
+from forensics.contracts.model import Cause, Severity
 
 PLAYBOOK = declare(
     Playbook(

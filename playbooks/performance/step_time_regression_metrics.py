@@ -7,10 +7,10 @@ from forensics.playbooks import metric_series as M
 from forensics.playbooks.base import Threshold
 from forensics.playbooks.evidence import events
 from forensics.playbooks.memory.allocator_fragmentation import PRESSURE_CODES
-from forensics.playbooks.model import Cause, Detection
 from forensics.playbooks.performance.step_time_regression import PLAYBOOK
 
-from forensics.context import Context, evidence_rows
+from forensics.contracts.context import Context, evidence_rows
+from forensics.contracts.model import Cause, Detection
 
 PLAYBOOK.thresholds.setdefault("min_r2", Threshold(0.5, "goodness of fit of the linear trend for a steady rise", "ours"))
 PLAYBOOK.thresholds.setdefault("min_outliers", Threshold(10, "outlier steps needed (and 5% of steps)", "anchors.md SMD StepOutlier (> 10 outliers), with median/MAD instead of mean/sigma"))

@@ -4,15 +4,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
+from typing import Protocol
 
 import polars as pl
+import pyarrow as pa
 
-from forensics.ingest import Run
-from forensics.playbooks.model import Evidence, Onset
+from forensics.contracts.model import Evidence, Onset
 
 MAX_EVIDENCE = 8
-# Parsers whose files are scanned for error events (an empty events table from them is a real "nothing").
-EVENT_SOURCES = ("text_log", "torchelastic_error")
+
+
+class Run(Protocol):
+    """What a Context reads: a run's evidence tables (ingest's `Run`, or one loaded from the cache)."""
+
+    root: Path
+    meta: dict
+    # Parser kinds whose files are scanned for error events (each parser declares it where it registers):
+    # an empty events table from them is a real "nothing found", not "nothing read".
+    event_sources: tuple[str, ...]
+
+    def table(self, name: str) -> pa.Table: ...
 
 
 @dataclass
@@ -96,7 +108,7 @@ class Context:
         files = self.table("files")
         if files.height == 0:
             return False
-        read = files.filter(pl.col("parser").is_in(list(EVENT_SOURCES)) & pl.col("status").is_in(["parsed", "partial"]))
+        read = files.filter(pl.col("parser").is_in(list(self.run.event_sources)) & pl.col("status").is_in(["parsed", "partial"]))
         return read.height > 0
 
     @property
