@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 import orjson
@@ -39,22 +40,31 @@ def _code_digest() -> str:
 
 
 def fingerprint(root: Path) -> str:
-    """Identity of a run folder's inputs: every path with its size and modification time."""
+    """Identity of a run folder's inputs: every path with its size and modification time.
+
+    Entries are taken with lstat, never followed: a link to `/proc/self/environ` or a FIFO must not
+    make the identity change in every process (discovery never reads those either). Names are hashed
+    as bytes, so a name that is not UTF-8 cannot break it.
+    """
+    from forensics.discover import walk
+
     root = Path(root)
     h = hashlib.sha256(_code_digest().encode())
     if root.is_file():
         st = root.stat()
-        h.update(f"{root.name}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+        h.update(os.fsencode(root.name) + f"\0{st.st_size}\0{st.st_mtime_ns}".encode())
         return h.hexdigest()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
+    for dirpath, dirnames, filenames in walk(root, lambda exc: None):
+        dirnames[:] = sorted(dirnames)
         for name in sorted(filenames):
             full = os.path.join(dirpath, name)
+            rel = os.fsencode(os.path.relpath(full, root))
             try:
-                st = os.stat(full)
-                h.update(f"{os.path.relpath(full, root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+                st = os.lstat(full)
+                special = not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode))
+                h.update(rel + (b"\0special\n" if special else f"\0{st.st_size}\0{st.st_mtime_ns}\n".encode()))
             except OSError:
-                h.update(f"{os.path.relpath(full, root)}\0?\n".encode())
+                h.update(rel + b"\0?\n")
     return h.hexdigest()
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from forensics import __version__
+from forensics.reports.escape import one_line
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -21,6 +22,12 @@ def main() -> None:
     \b
     Exit status: 0 no finding at or above --fail-on, 1 findings, 2 usage or input error.
     """
+
+
+def _fail(message: str) -> None:
+    """One clear line on stderr and exit status 2 (usage or input error), never a traceback."""
+    click.echo(f"forensics: error: {one_line(message)}", err=True)
+    sys.exit(EXIT_ERROR)
 
 
 def _load_run(run: Path, cache_dir: Path | None, use_cache: bool, quiet: bool):
@@ -39,7 +46,7 @@ def _load_run(run: Path, cache_dir: Path | None, use_cache: bool, quiet: bool):
             cache.save(result, target)
         except Exception as exc:  # noqa: BLE001 - a cache that cannot be written (read-only home, odd data) must not stop the analysis
             if not quiet:
-                click.echo(f"forensics: cache not written ({exc})", err=True)
+                click.echo(f"forensics: cache not written, analysed without it ({one_line(exc)})", err=True)
     return result
 
 
@@ -59,12 +66,15 @@ def ingest(run: Path, out: Path | None, quiet: bool) -> None:
     def progress(row: dict) -> None:
         if quiet:
             return
-        why = f"  ({row['error']})" if row["error"] else ""
-        click.echo(f"{row['status']:<12} {row['kind']:<16} {row['rows']:>9} rows  {row['file']}{why}")
+        why = f"  ({one_line(row['error'])})" if row["error"] else ""
+        click.echo(f"{row['status']:<12} {row['kind']:<16} {row['rows']:>9} rows  {one_line(row['file'])}{why}")
 
     result = do_ingest(run, progress=progress)
     target = out or cache.default_dir(run)
-    cache.save(result, target)
+    try:
+        cache.save(result, target)
+    except OSError as exc:
+        _fail(f"cannot write the tables to {target}: {exc.strerror or exc}")
     counts = ", ".join(f"{name} {result.num_rows(name)}" for name in ("events", "metrics", "gpu", "gpu_procs", "spans", "counters"))
     click.echo(f"{result.table('files').num_rows} files; {counts}; tables in {target}")
 
@@ -129,7 +139,10 @@ def analyze(run: Path, fmt: str, out: Path | None, fail_on: str | None, select: 
         colour = out is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
         text = textout.render(result, colour=colour, max_evidence=max_evidence)
     if out is not None:
-        out.write_text(text, encoding="utf-8")
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            _fail(f"cannot write the report to {out}: {exc.strerror or exc}")
     else:
         click.echo(text, nl=False)
     if fail_sev is not None and any(f.severity >= fail_sev for f in result.findings):

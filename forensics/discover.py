@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,43 @@ class Skipped:
     status: str  # unrecognized | failed
     error: str
     size: int = 0
+
+
+def walk(root: Path, on_error) -> Iterator[tuple[str, list[str], list[str]]]:
+    """`os.walk(root, topdown=True, followlinks=False)` without recursion (Python 3.11's is recursive,
+    so a folder nested ~1,000 levels deep raised RecursionError). The caller may prune `dirnames` in place;
+    the order is the same depth-first pre-order."""
+    stack = [str(root)]
+    while stack:
+        top = stack.pop()
+        dirnames: list[str] = []
+        filenames: list[str] = []
+        links: set[str] = set()
+        try:
+            with os.scandir(top) as it:
+                for entry in it:
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    (dirnames if is_dir else filenames).append(entry.name)
+                    if is_dir and entry.is_symlink():
+                        links.add(entry.name)
+        except OSError as exc:
+            on_error(exc)
+            continue
+        yield top, dirnames, filenames
+        # followlinks=False: a symlinked folder is never entered, so no loop is possible.
+        stack.extend(os.path.join(top, d) for d in reversed(dirnames) if d not in links)
+
+
+def display_name(rel: str) -> str:
+    """A relative path as the files table and reports show it: bytes that are not UTF-8 as `\\xNN`."""
+    try:
+        rel.encode("utf-8")
+        return rel
+    except UnicodeEncodeError:
+        return os.fsencode(rel).decode("utf-8", "backslashreplace")
 
 
 def _inside(root: Path, target: Path) -> bool:
@@ -42,20 +80,19 @@ def discover(root: Path) -> tuple[list[Source], list[Skipped]]:
     seen_real: set[str] = set()
 
     def on_error(exc: OSError) -> None:
-        rel = os.path.relpath(exc.filename or str(root), root) if exc.filename else "."
+        rel = display_name(os.path.relpath(exc.filename or str(root), root)) if exc.filename else "."
         skipped.append(Skipped(rel, "failed", f"cannot list folder: {exc.strerror or exc}"))
 
-    # followlinks=False: a symlinked folder is never entered, so no loop is possible.
-    for dirpath, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=False):
+    for dirpath, dirnames, filenames in walk(root, on_error):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
         for d in list(dirnames):
             full = Path(dirpath) / d
             if full.is_symlink():
-                rel = str(full.relative_to(root))
+                rel = display_name(str(full.relative_to(root)))
                 skipped.append(Skipped(rel, "unrecognized", "symlink to a folder: not followed"))
         for name in sorted(filenames):
             full = Path(dirpath) / name
-            rel = str(full.relative_to(root))
+            rel = display_name(str(full.relative_to(root)))
             try:
                 lst = os.lstat(full)
                 if stat.S_ISLNK(lst.st_mode):

@@ -6,6 +6,7 @@ import datetime as dt
 
 from forensics.contracts.model import Evidence, Severity
 from forensics.engine import Analysis, Finding
+from forensics.reports.escape import one_line, visible
 
 _COLOURS = {
     Severity.CRITICAL: "\x1b[1;31m",
@@ -50,10 +51,10 @@ def _quote(e: Evidence, st: _Style, indent: str, keep: int = 5) -> list[str]:
     if len(numbered) > 2 * keep + 1:
         numbered = numbered[:keep] + [(None, f"... ({len(lines) - 2 * keep} more lines)")] + numbered[-keep:]
     width = len(str(e.line + len(lines) - 1))
-    out = [f"{indent}{st.dim('-->')} {e.file}:{e.line}"]
+    out = [f"{indent}{st.dim('-->')} {one_line(e.file)}:{e.line}"]
     for num, text in numbered:
         label = "" if num is None else str(num)
-        out.append(f"{indent}{label:>{width}} {st.dim('|')} {text}")
+        out.append(f"{indent}{label:>{width}} {st.dim('|')} {one_line(text)}")
     return out
 
 
@@ -61,7 +62,7 @@ def _finding(f: Finding, st: _Style, depth: int, max_evidence: int) -> list[str]
     ind = "    " * depth
     head = st.sev(f.severity, f"{f.severity.label}[{f.id}]")
     arrow = "caused: " if depth else ""
-    out = [f"{ind}{arrow}{head}: {st.bold(f.summary)}"]
+    out = [f"{ind}{arrow}{head}: {st.bold(one_line(f.summary))}"]
     when = _when(f)
     meta = f"#{f.rank}, confidence {f.confidence:.2f}" + (f", {when}" if when else "")
     out.append(f"{ind}  {st.dim(meta)}")
@@ -90,13 +91,13 @@ def render(a: Analysis, colour: bool = False, max_evidence: int = 3) -> str:
     run = a.context.run
     files = run.table("files").to_pylist()
     bad = [r for r in files if r["status"] in ("failed", "partial")]
-    lines = [st.bold(f"forensics: {run.root}") + st.dim(f"  ({len(files)} files, {len(a.ran)} playbooks ran, {len(a.skipped)} skipped)")]
+    lines = [st.bold(f"forensics: {one_line(run.root)}") + st.dim(f"  ({len(files)} files, {len(a.ran)} playbooks ran, {len(a.skipped)} skipped)")]
     for r in bad:
-        lines.append(st.dim(f"  note: {r['file']}: {r['status']}: {r['error']}"))
+        lines.append(st.dim(f"  note: {one_line(r['file'])}: {r['status']}: {one_line(r['error'])}"))
     ff = a.first_failure
     if ff is not None and (ff.rank is not None or ff.step is not None):
         parts = [f"rank {ff.rank}" if ff.rank is not None else "", f"step {ff.step}" if ff.step is not None else "",
-                 ff.time.strftime("%Y-%m-%d %H:%M:%S UTC") if ff.time else "", f"{ff.file}:{ff.line}" if ff.file else ""]
+                 ff.time.strftime("%Y-%m-%d %H:%M:%S UTC") if ff.time else "", f"{one_line(ff.file)}:{ff.line}" if ff.file else ""]
         lines.append(st.bold("first failure: ") + ", ".join(p for p in parts if p))
     lines.append("")
     depth_of: dict[str, int] = {}
@@ -112,7 +113,7 @@ def render(a: Analysis, colour: bool = False, max_evidence: int = 3) -> str:
             lines.append("")
         lines.extend(_finding(f, st, depth, max_evidence))
     for pid, err in sorted(a.errored.items()):
-        lines.append(st.dim(f"  internal error in playbook {pid}: {err}"))
+        lines.append(st.dim(f"  internal error in playbook {pid}: {visible(err)}"))
     n_root = len([f for f in problems if f.root_cause])
     lines.append("")
     lines.append(st.dim(f"{len(problems)} finding(s), {n_root} root cause(s)."))

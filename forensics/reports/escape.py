@@ -1,0 +1,67 @@
+"""Neutralise text that came from an input before it reaches a terminal or a Markdown report.
+
+Log lines and file names are written by whatever produced the run: they can hold terminal escape
+sequences (colour, cursor moves, a window-title OSC), bidirectional overrides that reorder what a
+reader sees, raw HTML, or backtick runs that close a Markdown code block early. Every string from an
+input goes through one of these functions; JSON needs none of them (its encoder escapes by itself).
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls but tab and newline, DEL, C1 controls, bidirectional marks/overrides/isolates, and the
+# lone surrogates that stand for undecodable bytes of a file name (Python's surrogateescape).
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|!#])")
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_BACKTICKS = re.compile(r"`+")
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = m.group(0)
+    code = ord(c)
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte of a file name, shown as that byte
+        return f"\\x{code - 0xDC00:02x}"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}"
+
+
+def visible(text: object) -> str:
+    """Control characters, bidi overrides and undecodable bytes as visible escapes (`\\x1b`); lines kept."""
+    return _UNSAFE.sub(_escape, str(text))
+
+
+def one_line(text: object) -> str:
+    """`visible`, with line breaks escaped too: a file name or summary can never start a line of its own."""
+    return visible(str(text).replace("\r", "\\r").replace("\n", "\\n"))
+
+
+def md_text(text: object) -> str:
+    """One line of Markdown prose or a table cell: no raw HTML, no links or images, no table break."""
+    out = _MD_SPECIAL.sub(r"\\\1", one_line(text))
+    return out.replace("&", "&amp;")
+
+
+def md_code_span(text: object) -> str:
+    """An inline code span that the text cannot close (a fence longer than any backtick run inside)."""
+    body = one_line(text)
+    longest = max((len(r) for r in _BACKTICKS.findall(body)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") or not body else ""
+    return f"{fence}{pad}{body}{pad}{fence}"
+
+
+def md_fence(text: str) -> str:
+    """A code-block fence longer than any backtick run in the block, so a ``` line inside stays text."""
+    longest = max((len(r) for r in _BACKTICKS.findall(text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def html(text: object) -> str:
+    """Text for HTML: `&`, `<`, `>` and quotes as entities, control characters as visible escapes."""
+    out = visible(text)
+    for k, v in _HTML.items():
+        out = out.replace(k, v)
+    return out.replace('"', "&quot;").replace("'", "&#x27;")
