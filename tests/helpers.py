@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import polars as pl
@@ -15,6 +16,8 @@ from forensics.ingest import Run, ingest
 ROOT = Path(__file__).resolve().parent.parent
 # Real logs pasted in public GitHub issues; SOURCES.md names the thread of each.
 ISSUES = ROOT / "tests" / "recordings" / "issues"
+# Real error output recorded here (tests/recordings/events_record.sh, torch 2.13 CPU).
+RECORDED = ROOT / "tests" / "recordings" / "events"
 
 
 def write_run(tmp: Path, files: dict[str, str | bytes], name: str = "run") -> Path:
@@ -62,6 +65,11 @@ def gpu_tables(tmp: Path, text: str | bytes, name: str) -> tuple[dict, pl.DataFr
     return files.row(0, named=True), gpu, procs
 
 
+def log_events(tmp: Path, text: str) -> pl.DataFrame:
+    """The events table of a run holding one log, `train.log`, made of `text`."""
+    return frame(ingest_text(tmp, text), "events")
+
+
 def events_of(*lines: str) -> pl.DataFrame:
     """Signature events of some log lines (prefix splitting included), `fields` still JSON text."""
     df = pl.DataFrame(
@@ -100,3 +108,21 @@ def event_rows(ev: pl.DataFrame, code: str, *keys: str) -> list[tuple]:
 def event_codes(ev: pl.DataFrame) -> list[tuple[int, str]]:
     """(line, code) of every event, in line order."""
     return ev.sort("line", "code").select("line", "code").rows()
+
+
+def fields_of(row: dict) -> dict:
+    """The decoded `fields` of an event row."""
+    return json.loads(row["fields"])
+
+
+def recorded_log_events(tmp_path: Path, name: str) -> pl.DataFrame:
+    """The events of one recorded log of tests/recordings/events, by line."""
+    text = (RECORDED / name).read_text(encoding="utf-8")
+    return frame(ingest_text(tmp_path, text, name=name), "events").sort("line")
+
+
+def recorded_run_events(tmp_path: Path, folder: str) -> pl.DataFrame:
+    """The events of a recorded run folder of tests/recordings/events (copied, then ingested), by file and line."""
+    run = tmp_path / folder
+    shutil.copytree(RECORDED / folder, run)
+    return frame(ingest(run), "events").sort("file", "line")

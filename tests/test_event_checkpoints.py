@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import polars as pl
 
-from tests.conftest import ROOT
-from tests.helpers import event_rows, frame, ingest_issue, ingest_text
-
-
-def _events_of_log(tmp_path: Path, name: str) -> pl.DataFrame:
-    text = (REC / name).read_text(encoding="utf-8")
-    return frame(ingest_text(tmp_path, text, name=name), "events").sort("line")
-
-def _fields(row: dict) -> dict:
-    return json.loads(row["fields"])
-
-def _events(tmp_path, text):
-    return frame(ingest_text(tmp_path, text), "events")
-
-REC = ROOT / "tests" / "recordings" / "events"
+from tests.helpers import (
+    event_rows,
+    fields_of,
+    frame,
+    ingest_issue,
+    ingest_text,
+    log_events,
+    recorded_log_events,
+)
 
 
 def test_ai_imu_dr_75_state_dict_size_mismatch_one_event(tmp_path):
@@ -51,7 +44,6 @@ def test_try_first_26_missing_keys_on_the_header_line(tmp_path):
 def test_state_dict_near_misses(tmp_path):
     # A size-mismatch line without the header (a paste cut above it) and a strict=False report (no error) give
     # no state_dict_mismatch event; an embedding row still gives embedding_size_mismatch.
-    from tests.helpers import frame, ingest_text
 
     run = ingest_text(tmp_path, "\n".join((
         "\tsize mismatch for encoder.norm1_layers.1.weight: copying a param with shape torch.Size([]) from checkpoint, "
@@ -106,18 +98,18 @@ def test_nnunet_2162_shm_enospc_is_shared_memory_not_a_full_disk(tmp_path):
 
 
 def test_checkpoint_truncated_and_shape_mismatch(tmp_path):
-    ev = _events_of_log(tmp_path, "checkpoint_truncated.log")
+    ev = recorded_log_events(tmp_path, "checkpoint_truncated.log")
     assert ev.filter(pl.col("code") == "checkpoint_corrupt").select("line").item() == 12
-    ev = _events_of_log(tmp_path / "s", "shape_mismatch.log")
+    ev = recorded_log_events(tmp_path / "s", "shape_mismatch.log")
     row = ev.filter(pl.col("code") == "shape_mismatch").row(0, named=True)
-    assert (row["line"], _fields(row)) == (15, {"shape_a": "2x5", "shape_b": "8x4"})
+    assert (row["line"], fields_of(row)) == (15, {"shape_a": "2x5", "shape_b": "8x4"})
 
 
 def test_embedding_size_mismatch_fields(tmp_path):
     text = ("RuntimeError: Error(s) in loading state_dict for LlamaForCausalLM:\n"
             "\tsize mismatch for model.embed_tokens.weight: copying a param with shape torch.Size([32001, 4096]) from "
             "checkpoint, the shape in current model is torch.Size([32000, 4096]).\n")
-    ev = _events(tmp_path, text).filter(code="embedding_size_mismatch")
+    ev = log_events(tmp_path, text).filter(code="embedding_size_mismatch")
     assert ev.height == 1 and ev["line"][0] == 2
     f = json.loads(ev["fields"][0])
     assert f["param"] == "model.embed_tokens.weight" and f["ckpt_rows"] == "32001" and f["model_rows"] == "32000"
@@ -126,4 +118,4 @@ def test_embedding_size_mismatch_fields(tmp_path):
 def test_a_non_embedding_size_mismatch_is_not_a_vocabulary_mismatch(tmp_path):
     text = ("\tsize mismatch for fc.weight: copying a param with shape torch.Size([10, 512]) from checkpoint, "
             "the shape in current model is torch.Size([1000, 512]).\n")
-    assert _events(tmp_path, text).filter(code="embedding_size_mismatch").height == 0
+    assert log_events(tmp_path, text).filter(code="embedding_size_mismatch").height == 0

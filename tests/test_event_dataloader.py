@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import polars as pl
 
-from tests.conftest import ROOT
-from tests.helpers import event_codes, event_rows, frame, ingest_issue, ingest_text
-
-
-def _events_of_log(tmp_path: Path, name: str) -> pl.DataFrame:
-    text = (REC / name).read_text(encoding="utf-8")
-    return frame(ingest_text(tmp_path, text, name=name), "events").sort("line")
-
-def _fields(row: dict) -> dict:
-    return json.loads(row["fields"])
-
-REC = ROOT / "tests" / "recordings" / "events"
+from tests.helpers import (
+    event_codes,
+    event_rows,
+    fields_of,
+    ingest_issue,
+    recorded_log_events,
+)
 
 
 def test_dataloader_chain_cut_short(tmp_path):
@@ -55,11 +49,11 @@ def test_pytorch_68643_dataloader_timed_out(tmp_path):
 
 
 def test_dataloader_worker_killed_chain(tmp_path):
-    ev = _events_of_log(tmp_path, "dataloader_killed.log")
+    ev = recorded_log_events(tmp_path, "dataloader_killed.log")
     assert ev.select("line", "code").rows() == [
         (1, "python_traceback"), (22, "dataloader_worker_killed"), (42, "dataloader_worker_exited")]
     tb = ev.row(0, named=True)
     assert tb["end_line"] == 42 and tb["message"] == "RuntimeError: DataLoader worker (pid(s) 15388) exited unexpectedly"
-    f = _fields(tb)
+    f = fields_of(tb)
     assert (f["chain"], f["first_exception"]) == ("cause", "RuntimeError: DataLoader worker (pid 15388) is killed by signal: Killed.")
-    assert _fields(ev.row(1, named=True)) == {"pids": "15388", "signal": "Killed"}
+    assert fields_of(ev.row(1, named=True)) == {"pids": "15388", "signal": "Killed"}

@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
 import polars as pl
 
-from forensics.ingest import ingest
-from tests.conftest import ROOT
-from tests.helpers import event_codes, event_rows, events_of, frame, ingest_issue
-
-
-def _events_of_run(tmp_path: Path, folder: str) -> pl.DataFrame:
-    run = tmp_path / folder
-    shutil.copytree(REC / folder, run)
-    return frame(ingest(run), "events").sort("file", "line")
-
-def _fields(row: dict) -> dict:
-    return json.loads(row["fields"])
-
-REC = ROOT / "tests" / "recordings" / "events"
+from tests.helpers import (
+    event_codes,
+    event_rows,
+    events_of,
+    fields_of,
+    ingest_issue,
+    recorded_run_events,
+)
 
 
 def test_speechbrain_2401_collective_mismatch_then_torchrun(tmp_path):
@@ -45,9 +37,9 @@ def test_deepspeed_4890_pg_wrapper_detail_lines_are_not_mismatches(tmp_path):
 
 def test_collective_mismatch_recorded(tmp_path):
     """TORCH_DISTRIBUTED_DEBUG=DETAIL with gloo: rank 0 all_reduce while rank 1 all_gather."""
-    ev = _events_of_run(tmp_path, "torchrun_mismatch")
+    ev = recorded_run_events(tmp_path, "torchrun_mismatch")
     mm = ev.filter((pl.col("code") == "collective_mismatch") & (pl.col("file") == "console.log")).sort("line")
-    rows = [(r["line"], r["rank"], _fields(r)) for r in mm.iter_rows(named=True)]
+    rows = [(r["line"], r["rank"], fields_of(r)) for r in mm.iter_rows(named=True)]
     # The two ranks' own messages, then the launcher report's copies of their call stacks.
     assert [(line, rank) for line, rank, _ in rows] == [(17, 1), (32, 0), (79, 0), (101, 1)]
     f1 = rows[0][2]

@@ -3,24 +3,20 @@
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
 import polars as pl
 
-from forensics.ingest import ingest
-from tests.conftest import ROOT
-from tests.helpers import event_codes, event_rows, events_of, frame, ingest_issue, ingest_text
-
-REC = ROOT / "tests" / "recordings" / "events"
-
-def _events_of_run(tmp_path: Path, folder: str) -> pl.DataFrame:
-    run = tmp_path / folder
-    shutil.copytree(REC / folder, run)
-    return frame(ingest(run), "events").sort("file", "line")
-
-def _fields(row: dict) -> dict:
-    return json.loads(row["fields"])
+from tests.helpers import (
+    RECORDED,
+    event_codes,
+    event_rows,
+    events_of,
+    fields_of,
+    frame,
+    ingest_issue,
+    ingest_text,
+    recorded_run_events,
+)
 
 
 def test_launcher_lines_of_three_eras(tmp_path):
@@ -124,7 +120,7 @@ def test_pytorch_65041_report_of_1_9_with_centred_title_and_msg_json(tmp_path):
 
 def test_torchrun_plain_console_interleaved_ranks(tmp_path):
     """No --tee: `[rankN]: ` excepthook prefixes; rank 1 raised, rank 0 saw gloo's monitoredBarrier failure."""
-    text = (REC / "torchrun_plain" / "console.log").read_text(encoding="utf-8")
+    text = (RECORDED / "torchrun_plain" / "console.log").read_text(encoding="utf-8")
     ev = frame(ingest_text(tmp_path, text, name="console.log"), "events").sort("line")
     tbs = ev.filter(pl.col("code") == "python_traceback")
     assert tbs.select("line", "end_line", "rank", "message").rows()[:2] == [
@@ -133,16 +129,16 @@ def test_torchrun_plain_console_interleaved_ranks(tmp_path):
     ]
     bar = ev.filter(pl.col("code") == "gloo_monitored_barrier_failed")
     assert bar.select("line", "rank").rows()[:3] == [(18, 0), (19, 0), (34, 0)]
-    assert _fields(bar.row(1, named=True)) == {"failed_ranks": "1", "timeout_ms": "1800000"}
+    assert fields_of(bar.row(1, named=True)) == {"failed_ranks": "1", "timeout_ms": "1800000"}
     failed = ev.filter(pl.col("code") == "torchrun_child_failed").row(0, named=True)
-    assert (failed["line"], _fields(failed)["local_rank"], _fields(failed)["exitcode"]) == (36, "1", "1")
+    assert (failed["line"], fields_of(failed)["local_rank"], fields_of(failed)["exitcode"]) == (36, "1", "1")
     report = ev.filter(pl.col("code") == "torchrun_child_failed_report").row(0, named=True)
-    assert report["rank"] == 1 and _fields(report)["exception"] == "ValueError: bad batch at step 3 on rank 1"
+    assert report["rank"] == 1 and fields_of(report)["exception"] == "ValueError: bad batch at step 3 on rank 1"
 
 
 def test_torchrun_log_dir_run_folder(tmp_path):
     """`--log-dir --redirects 3 --tee 3`: per-rank stderr files, error.json files and the tee'd console."""
-    ev = _events_of_run(tmp_path, "torchrun_raise")
+    ev = recorded_run_events(tmp_path, "torchrun_raise")
     per_file = ev.group_by("file").agg(pl.col("code")).sort("file")
     by_file = {r["file"].split("/", 2)[-1] if r["file"].startswith("logs/") else r["file"]: r["code"] for r in per_file.iter_rows(named=True)}
     assert by_file["attempt_0/1/error.json"] == ["torchrun_error_file"]
@@ -153,9 +149,9 @@ def test_torchrun_log_dir_run_folder(tmp_path):
     assert err.get_column("rank").to_list() == [0, 1]
     r1 = err.row(1, named=True)
     assert r1["message"] == "ValueError: bad batch at step 3 on rank 1"
-    assert _fields(r1)["exception"] == "ValueError: bad batch at step 3 on rank 1"
-    assert (_fields(r1)["file"].endswith("events_ddp.py"), _fields(r1)["line"]) == (True, "34")
-    assert r1["ts"] is not None and r1["ts"].timestamp() == int(_fields(r1)["timestamp"])
+    assert fields_of(r1)["exception"] == "ValueError: bad batch at step 3 on rank 1"
+    assert (fields_of(r1)["file"].endswith("events_ddp.py"), fields_of(r1)["line"]) == (True, "34")
+    assert r1["ts"] is not None and r1["ts"].timestamp() == int(fields_of(r1)["timestamp"])
 
     stderr1 = ev.filter(pl.col("file").str.ends_with("attempt_0/1/stderr.log")).row(0, named=True)
     assert (stderr1["rank"], stderr1["line"], stderr1["end_line"]) == (1, 1, 9)

@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import polars as pl
 
-from tests.conftest import ROOT
-from tests.helpers import event_codes, event_rows, events_of, frame, ingest_issue, ingest_text
-
-
-def _events_of_log(tmp_path: Path, name: str) -> pl.DataFrame:
-    text = (REC / name).read_text(encoding="utf-8")
-    return frame(ingest_text(tmp_path, text, name=name), "events").sort("line")
-
-def _fields(row: dict) -> dict:
-    return json.loads(row["fields"])
-
-REC = ROOT / "tests" / "recordings" / "events"
+from tests.helpers import (
+    event_codes,
+    event_rows,
+    events_of,
+    fields_of,
+    ingest_issue,
+    recorded_log_events,
+)
 
 
 def test_lightning_20231_oom_message_cut_at_gpu(tmp_path):
@@ -65,7 +58,7 @@ def test_mathneuro_3_ipython_source_of_find_executable_batch_size_is_not_an_even
 
 
 def test_cpu_allocation_failure(tmp_path):
-    ev = _events_of_log(tmp_path, "cpu_alloc.log")
+    ev = recorded_log_events(tmp_path, "cpu_alloc.log")
     row = ev.filter(pl.col("code") == "cpu_alloc_failed").row(0, named=True)
     assert row["line"] == 6
-    assert _fields(row) == {"requested_bytes": "281474976710656", "errno": "12", "reason": "Cannot allocate memory"}
+    assert fields_of(row) == {"requested_bytes": "281474976710656", "errno": "12", "reason": "Cannot allocate memory"}

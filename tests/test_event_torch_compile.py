@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import polars as pl
 
-from tests.conftest import ROOT
-from tests.helpers import event_codes, event_rows, events_of, frame, ingest_issue, ingest_text
-
-
-def _events_of_log(tmp_path: Path, name: str) -> pl.DataFrame:
-    text = (REC / name).read_text(encoding="utf-8")
-    return frame(ingest_text(tmp_path, text, name=name), "events").sort("line")
-
-def _fields(row: dict) -> dict:
-    return json.loads(row["fields"])
-
-REC = ROOT / "tests" / "recordings" / "events"
+from tests.helpers import (
+    event_codes,
+    event_rows,
+    events_of,
+    fields_of,
+    ingest_issue,
+    recorded_log_events,
+)
 
 
 def test_thunder_2682_recompile_limit_block(tmp_path):
@@ -81,10 +76,10 @@ def test_compile_failure_forms_and_near_misses():
 
 
 def test_dynamo_recompile_limit_and_reasons(tmp_path):
-    ev = _events_of_log(tmp_path, "recompile_logs.log")
+    ev = recorded_log_events(tmp_path, "recompile_logs.log")
     rec = ev.filter(pl.col("code") == "dynamo_recompile")
     assert rec.select("line").to_series().to_list() == [1, 7]
-    assert [_fields(r)["compile_id"] for r in rec.iter_rows(named=True)] == ["1", "2"]
+    assert [fields_of(r)["compile_id"] for r in rec.iter_rows(named=True)] == ["1", "2"]
     lim = ev.filter(pl.col("code") == "dynamo_recompile_limit").row(0, named=True)
-    assert (lim["line"], _fields(lim)["limit_name"], _fields(lim)["limit"]) == (17, "recompile_limit", "2")
+    assert (lim["line"], fields_of(lim)["limit_name"], fields_of(lim)["limit"]) == (17, "recompile_limit", "2")
     assert str(lim["ts"]).endswith("05:36:11.765000+00:00")

@@ -6,13 +6,7 @@ import json
 
 import polars as pl
 
-from tests.conftest import ROOT
-from tests.helpers import event_codes, event_rows, frame, ingest_issue, ingest_text
-
-EVENTS = ROOT / "tests" / "recordings" / "events"
-
-def _events(tmp_path, text):
-    return frame(ingest_text(tmp_path, text), "events")
+from tests.helpers import RECORDED, event_codes, event_rows, frame, ingest_issue, ingest_text, log_events
 
 
 def test_pdsh_ip_prefixed_traceback(tmp_path):
@@ -63,7 +57,7 @@ def test_cris_19_loguru_traceback_cut_by_the_paste(tmp_path):
 
 def test_recorded_loguru_catch_traceback(tmp_path):
     """tests/recordings/loguru_record.sh: logger.catch around a real torch IndexError."""
-    run = ingest_text(tmp_path, (EVENTS / "loguru_traceback.log").read_text(encoding="utf-8"))
+    run = ingest_text(tmp_path, (RECORDED / "loguru_traceback.log").read_text(encoding="utf-8"))
     ev = frame(run, "events").sort("line", "code")
     tb = ev.filter(pl.col("code") == "python_traceback").row(0, named=True)
     f = json.loads(tb["fields"])
@@ -106,7 +100,7 @@ def test_faulthandler_and_py_spy_dumps(tmp_path):
             'Thread 2893 (idle): "MainThread"\n'
             "    wait (threading.py:320)\n"
             "A Timeout (seconds) setting of 30 was used\n")
-    ev = _events(tmp_path, text)
+    ev = log_events(tmp_path, text)
     fh = ev.filter(code="faulthandler_timeout")
     assert fh["line"].to_list() == [1] and json.loads(fh["fields"][0])["after"] == "0:10:00"
     spy = ev.filter(code="py_spy_dump")

@@ -114,7 +114,7 @@ def test_watchdog_cut_mid_number_does_not_read_the_stub(tmp_path):
     assert (f["seq"], f["op"], "numel_in" in f, f["partial"]) == ("1580", "ALLREDUCE", False, "true")
 
 
-# --- tracebacks whose opener the paste left out (parsers/blocks.py _tail_tracebacks) ---------
+# --- tracebacks whose opener the paste left out (parsers/blocks/tails.py) ---------------------
 
 
 def test_deepspeed_6793_rank_prefixed_traceback_tail(tmp_path):

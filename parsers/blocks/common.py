@@ -91,6 +91,18 @@ def view(text: pl.Series, starts: list[int], prefix: str, force: dict[int, str] 
     return View(rows=rows[keep], body=body.filter(keep))
 
 
+def view_at(text: pl.Series, pos: int, prefix: str, reach_back: int) -> tuple[View, int] | None:
+    """The view of `prefix` from `reach_back` lines above an opener at frame position `pos`, and the opener's place.
+
+    None when the opener itself is not in the view (its text does not carry the prefix).
+    """
+    v = view(text, [max(0, pos - reach_back)], prefix)
+    a = v.find(pos)
+    if a >= len(v.rows) or v.rows[a] != pos:
+        return None
+    return v, a
+
+
 def run_end(mask: np.ndarray, start: int, limit: int) -> int:
     """First position >= start where `mask` is False (at most `limit`)."""
     seg = mask[start:limit]

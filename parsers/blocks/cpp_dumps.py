@@ -7,7 +7,7 @@ import re
 import polars as pl
 from forensics.parsers.blocks.common import block_text, event, opener_rows, rank_of, run_end, view
 
-NEEDLE = 'Exception raised from'
+NEEDLE = "Exception raised from"
 CPP_START = re.compile(r"Exception raised from (?P<function>\S+) at (?P<file>.+?):(?P<line>\d+) \(most recent call first\):")
 
 

@@ -6,9 +6,9 @@ import datetime as dt
 import re
 
 import polars as pl
-from forensics.parsers.blocks.common import View, block_text, event, opener_rows, rank_of, view
+from forensics.parsers.blocks.common import View, block_text, event, opener_rows, rank_of, view_at
 
-NEEDLE = 'Root Cause'
+NEEDLE = "Root Cause"
 REPORT_START = re.compile(r"^(?P<prefix>.*?)Root Cause(?: \(first observed failure\))?:\s*$")
 
 
@@ -25,11 +25,10 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
     events = []
     for row, m in opener_rows(frame, cand, NEEDLE, REPORT_START, anchored=True):
         prefix, pos = m.group("prefix"), row["_pos"]
-        lo = max(0, pos - 400)
-        v = view(text, [lo], prefix)
-        a = v.find(pos)
-        if a >= len(v.rows) or v.rows[a] != pos:
+        at = view_at(text, pos, prefix, 400)
+        if at is None:
             continue
+        v, a = at
         body = v.body
         # Backwards to the ChildFailedError line (or the first report line); forwards to the last border.
         b = a

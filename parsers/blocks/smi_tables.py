@@ -6,9 +6,9 @@ import datetime as dt
 import re
 
 import polars as pl
-from forensics.parsers.blocks.common import block_text, event, opener_rows, rank_of, view
+from forensics.parsers.blocks.common import block_text, event, opener_rows, rank_of, view_at
 
-NEEDLE = 'NVIDIA-SMI '
+NEEDLE = "NVIDIA-SMI "
 SMI_START = re.compile(r"^(?P<prefix>.*?)\|\s*NVIDIA-SMI (?P<smi>\d[\w.]*)")
 
 
@@ -24,10 +24,10 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
     events = []
     for row, m in opener_rows(frame, cand, NEEDLE, SMI_START, anchored=True):
         prefix, pos = m.group("prefix"), row["_pos"]
-        v = view(text, [max(0, pos - 3)], prefix)
-        a = v.find(pos)
-        if a >= len(v.rows) or v.rows[a] != pos:
+        at = view_at(text, pos, prefix, 3)
+        if at is None:
             continue
+        v, a = at
         body = v.body
         b = a
         if b - 1 >= 0 and body[b - 1].strip().startswith("+"):
