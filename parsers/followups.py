@@ -191,7 +191,7 @@ def stamp_inside_blocks(ev: pl.DataFrame, blocks: pl.DataFrame) -> pl.DataFrame:
     """Signature events with no time of their own inside a block event that has one take the block's time.
 
     The exception line of a traceback (`torch.OutOfMemoryError: ...`) carries no stamp; the block does when
-    its first line or the error record right above it has one (parsers/blocks.py). A block of another rank
+    its first line or the error record right above it has one (parsers/blocks/stamps.py). A block of another rank
     (ranks' tracebacks interleave) gives nothing. One as-of join, no per-event Python.
     """
     if ev.height == 0 or blocks.height == 0 or not ev.get_column("ts").is_null().any():

@@ -297,7 +297,7 @@ def test_block_split_by_chunk_boundary_is_held_back(tmp_path, monkeypatch):
     """A traceback that starts near a chunk's end is moved whole into the next chunk (lines.BLOCK_START)."""
     import forensics.parsers.lines as lines_mod
 
-    assert lines_mod.BLOCK_START  # the openers blocks.py knows
+    assert lines_mod.BLOCK_START  # the openers parsers/blocks/ knows
     for opener in ("Traceback (most recent call last):", "Exception raised from x at y.cpp:1 (most recent call first):",
                    "| NVIDIA-SMI 535.129.03", "Root Cause (first observed failure):", "Root Cause:"):
         assert pl.Series([opener]).str.contains(lines_mod.BLOCK_START).item(), opener

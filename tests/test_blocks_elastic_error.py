@@ -9,17 +9,11 @@ import polars as pl
 from forensics.parsers import elastic_error
 from forensics.parsers.base import Sniffed
 
-from forensics.ingest import ingest
 from tests.conftest import ROOT
-from tests.helpers import frame, write_run
+from tests.helpers import tables
 
 UTC = dt.timezone.utc
 REC = ROOT / "tests" / "recordings" / "events"
-
-
-def _run(tmp_path, files: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
-    run = ingest(write_run(tmp_path, files))
-    return frame(run, "files"), frame(run, "events").sort("file", "line")
 
 
 def test_formats_md_shape_with_parent_error_code(tmp_path):
@@ -28,7 +22,8 @@ def test_formats_md_shape_with_parent_error_code(tmp_path):
                        "extraInfo": {"py_callstack": "Traceback (most recent call last):\n  File \"/ws/train.py\", line 88, in step\n    loss.item()\nRuntimeError: CUDA error: an illegal memory access was encountered\n",
                                      "timestamp": "1716280983"},
                        "errorCode": 1}}
-    files, ev = _run(tmp_path, {"torchelastic/none_abc/attempt_0/3/error.json": json.dumps(doc)})
+    files, ev = tables(tmp_path, {"torchelastic/none_abc/attempt_0/3/error.json": json.dumps(doc)}, "files", "events")
+    ev = ev.sort("file", "line")
     assert files.select("kind", "status", "rank").row(0) == ("torchelastic_error", "parsed", 3)
     main = ev.filter(pl.col("code") == "torchrun_error_file").row(0, named=True)
     assert (main["line"], main["rank"], main["severity"]) == (1, 3, "error")
@@ -45,7 +40,8 @@ def test_formats_md_shape_with_parent_error_code(tmp_path):
 def test_recorded_error_file_from_torchrun(tmp_path):
     """Written by @record under torchrun --log-dir (recorded here, torch 2.13)."""
     (path,) = (REC / "torchrun_raise" / "logs").glob("*/attempt_0/1/error.json")
-    files, ev = _run(tmp_path, {"attempt_0/1/error.json": path.read_bytes()})
+    files, ev = tables(tmp_path, {"attempt_0/1/error.json": path.read_bytes()}, "files", "events")
+    ev = ev.sort("file", "line")
     row = ev.row(0, named=True)
     fields = json.loads(row["fields"])
     assert (row["code"], row["rank"], row["message"]) == ("torchrun_error_file", 1, "ValueError: bad batch at step 3 on rank 1")
@@ -55,10 +51,11 @@ def test_recorded_error_file_from_torchrun(tmp_path):
 
 
 def test_plain_string_message_and_bad_json(tmp_path):
-    files, ev = _run(tmp_path, {
+    files, ev = tables(tmp_path, {
         "a/error.json": json.dumps({"message": "Signal 9 (SIGKILL) received by PID 14750", "timestamp": 1716280983}),
         "b/error.json": '{"message": {"message": "RuntimeError: x", "extraInfo": {"py_callstack": ',
-    })
+    }, "files", "events")
+    ev = ev.sort("file", "line")
     st = dict(zip(files.get_column("file").to_list(), files.get_column("status").to_list(), strict=True))
     assert st == {"a/error.json": "parsed", "b/error.json": "failed"}
     assert "not valid JSON" in files.filter(pl.col("file") == "b/error.json").item(0, "error")

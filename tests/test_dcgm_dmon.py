@@ -6,8 +6,7 @@ NVIDIA/DCGM dcgmi/DeviceMonitor.cpp (`{:<10}` entity column, short names, an `ID
 
 from __future__ import annotations
 
-from forensics.ingest import ingest
-from tests.helpers import frame, write_run
+from tests.helpers import gpu_tables
 
 OBS = """\
 #Entity   GRACT        SMACT        TENSO        DRAMA
@@ -24,13 +23,8 @@ def _row(ent: str, power: str, temp: str, util: str, fb: str, clk: str, mask: st
     return f"{ent:<10}{power:<13}{temp:<13}{util:<13}{fb:<13}{clk:<13}{mask:<26}\n"
 
 
-def _run(tmp_path, text):
-    run = ingest(write_run(tmp_path, {"dcgm.txt": text}))
-    return frame(run, "files").row(0, named=True), frame(run, "gpu")
-
-
 def test_profiling_fields_and_na(tmp_path):
-    f, gpu = _run(tmp_path, OBS)
+    f, gpu, _ = gpu_tables(tmp_path, OBS, "dcgm.txt")
     assert (f["kind"], f["status"]) == ("dcgm_dmon", "parsed")
     rows = gpu.sort("line").to_dicts()
     assert [(r["line"], r["gpu"], r["seq"]) for r in rows] == [(3, 2, 0), (4, 0, 0)]
@@ -48,7 +42,7 @@ def test_device_fields_ticks_and_repeated_header(tmp_path):
             + HDR
             + _row("GPU 0", "N/A", "70", "96", "70004", "1410", "0")
             + _row("GPU-I 3", "N/A", "N/A", "N/A", "9800", "N/A", "N/A"))
-    _f, gpu = _run(tmp_path, text)
+    _f, gpu, _ = gpu_tables(tmp_path, text, "dcgm.txt")
     rows = gpu.sort("line").to_dicts()
     assert [(r["line"], r["gpu"], r["mig_device"], r["seq"]) for r in rows] == [
         (3, 1, None, 0), (4, 0, None, 0), (5, 0, None, 1), (6, 1, None, 1), (9, 0, None, 2), (10, None, 3, 2)]

@@ -7,8 +7,7 @@ import json
 
 import polars as pl
 
-from tests.helpers import frame, ingest_text
-from tests.test_signatures_issues import ingest_issue, rows
+from tests.helpers import event_rows, frame, ingest_issue, ingest_text
 
 
 def test_nccl_2076_remote_error_carries_its_last_error(tmp_path):
@@ -19,12 +18,12 @@ def test_nccl_2076_remote_error_carries_its_last_error(tmp_path):
     assert (err["line"], err["end_line"]) == (1, 4)
     assert (f["reason"], f["nccl_code"], f["last_error"]) == ("remote process exited or there was a network error", "ncclRemoteError", detail)
     assert err["text"].endswith("\nLast error:\n" + detail)
-    assert rows(ev, "nccl_error_detail", "nccl_code", "last_error") == [(2, None, "ncclRemoteError", detail)]
+    assert event_rows(ev, "nccl_error_detail", "nccl_code", "last_error") == [(2, None, "ncclRemoteError", detail)]
 
 
 def test_nccl_1247_ray_vllm_record_prefix_on_every_detail_line(tmp_path):
     ev = ingest_issue(tmp_path, "nccl_1247_ray_last_error.log")
-    assert rows(ev, "nccl_error", "line", "nccl_version", "nccl_code", "last_error") == [
+    assert event_rows(ev, "nccl_error", "line", "nccl_version", "nccl_code", "last_error") == [
         (2, None, "1333", "2.18.6", "ncclInternalError", "Attribute busid of node nic not found")]
     assert ev.filter(pl.col("code") == "nccl_error").get_column("end_line").to_list() == [5]
 
@@ -42,7 +41,7 @@ def test_tinyllava_112_nccl_error_wrapped_after_the_file_path(tmp_path):
 
 def test_pytorch_111187_detail_without_the_error_line(tmp_path):
     ev = ingest_issue(tmp_path, "pytorch_111187_unhandled_cuda_last_error.log")
-    assert rows(ev, "nccl_error_detail", "nccl_code", "last_error") == [(1, None, "ncclUnhandledCudaError", "Cuda failure 'invalid argument'")]
+    assert event_rows(ev, "nccl_error_detail", "nccl_code", "last_error") == [(1, None, "ncclUnhandledCudaError", "Cuda failure 'invalid argument'")]
     # The traceback after the detail is its own block, not part of the detail.
     assert ev.filter(pl.col("code") == "python_traceback").get_column("line").to_list() == [4]
 
@@ -67,19 +66,19 @@ def test_nccl_error_detail_of_another_rank_is_not_taken(tmp_path):
     ev = frame(ingest_text(tmp_path, text), "events")
     err = ev.filter(pl.col("code") == "nccl_error").row(0, named=True)
     assert (err["rank"], err["end_line"], "last_error" in json.loads(err["fields"])) == (2, 1, False)
-    assert rows(ev, "nccl_error_detail", "last_error") == [(2, 3, "Error while creating shared memory segment /dev/shm/nccl-c8G2vd (size 5767520)")]
+    assert event_rows(ev, "nccl_error_detail", "last_error") == [(2, 3, "Error while creating shared memory segment /dev/shm/nccl-c8G2vd (size 5767520)")]
 
 
 def test_dle_1386_rank_prefixed_last_error(tmp_path):
     ev = ingest_issue(tmp_path, "dle_1386_nccl_shm_rank_prefixed.log")
-    assert rows(ev, "nccl_error", "last_error") == [(7, 2, "Error while creating shared memory segment /dev/shm/nccl-c8G2vd (size 5767520)")]
+    assert event_rows(ev, "nccl_error", "last_error") == [(7, 2, "Error while creating shared memory segment /dev/shm/nccl-c8G2vd (size 5767520)")]
 
 
 def test_openr1_620_watchdog_wrapped_inside_collective(tmp_path):
     """The paste cut `Watchdog caught colle` / `ctive operation timeout: ...`: the second line still
     gives the timeout with every field it holds."""
     ev = ingest_issue(tmp_path, "openr1_620_wrapped_watchdog.log")
-    assert rows(ev, "nccl_watchdog_timeout", "seq", "op", "numel_in", "timeout_ms", "elapsed_ms", "partial") == [
+    assert event_rows(ev, "nccl_watchdog_timeout", "seq", "op", "numel_in", "timeout_ms", "elapsed_ms", "partial") == [
         (2, None, "4", "BROADCAST", "112", "1800000", "1800011", "true")]
 
 
@@ -93,7 +92,7 @@ def test_watchdog_line_wrapped_mid_number_is_joined(tmp_path):
     cut1, cut2 = _L1.index("060 milli"), _L2.index("19168, NumelOut")
     text = "\n".join([_L1[:cut1], _L1[cut1:], _L2[:cut2], _L2[cut2:]]) + "\n"
     ev = frame(ingest_text(tmp_path, text), "events").sort("line")
-    assert rows(ev, "nccl_watchdog_timeout", "seq", "numel_in", "timeout_ms", "elapsed_ms", "partial") == [
+    assert event_rows(ev, "nccl_watchdog_timeout", "seq", "numel_in", "timeout_ms", "elapsed_ms", "partial") == [
         (1, 0, "1580", "466119168", "600000", "600060", None), (3, 4, "1580", "466119168", "600000", "600067", None)]
     assert ev.get_column("end_line").to_list() == [2, 4]
 
@@ -102,7 +101,7 @@ def test_watchdog_line_cut_with_no_continuation_keeps_its_head(tmp_path):
     """Near miss: the next line is a new record (another rank), not the rest: no join, fields of the head only."""
     cut = _L1.index("060 milli")
     ev = frame(ingest_text(tmp_path, _L1[:cut] + "\n" + _L2 + "\n"), "events").sort("line")
-    assert rows(ev, "nccl_watchdog_timeout", "numel_out", "timeout_ms", "elapsed_ms", "partial") == [
+    assert event_rows(ev, "nccl_watchdog_timeout", "numel_out", "timeout_ms", "elapsed_ms", "partial") == [
         (1, 0, "466119168", "600000", None, "true"), (2, 4, "466119168", "600000", "600067", None)]
     assert ev.get_column("end_line").to_list() == [1, 2]
 
@@ -115,7 +114,7 @@ def test_watchdog_cut_mid_number_does_not_read_the_stub(tmp_path):
     assert (f["seq"], f["op"], "numel_in" in f, f["partial"]) == ("1580", "ALLREDUCE", False, "true")
 
 
-# --- tracebacks whose opener the paste left out (parsers/blocks.py _tail_tracebacks) ---------
+# --- tracebacks whose opener the paste left out (parsers/blocks/tails.py) ---------------------
 
 
 def test_deepspeed_6793_rank_prefixed_traceback_tail(tmp_path):
@@ -125,7 +124,7 @@ def test_deepspeed_6793_rank_prefixed_traceback_tail(tmp_path):
     assert (tb["line"], tb["end_line"], tb["rank"]) == (1, 3, 0)
     assert (f["function"], f["line"], f["exc_type"], f["frames"], f["head_truncated"]) == ("no_sync", "1997", "AssertionError", "1", "true")
     assert tb["message"].startswith("AssertionError: no_sync context manager is incompatible")
-    assert rows(ev, "torchrun_child_failed", "exitcode", "local_rank") == [(6, None, "1", "1")]
+    assert event_rows(ev, "torchrun_child_failed", "exitcode", "local_rank") == [(6, None, "1", "1")]
 
 
 def test_dle_1386_headless_traceback_of_rank_2(tmp_path):

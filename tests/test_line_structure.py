@@ -317,7 +317,7 @@ def test_gh_run_log_columns_are_cut_and_the_runner_stamp_read():
 
 
 def test_tab_separated_rows_are_not_gh_columns():
-    # Near miss: HF Trainer's notebook table pasted as text (tests/test_metrics_issues3.py): tabs, no runner stamp.
+    # Near miss: HF Trainer's notebook table pasted as text (tests/cases/grammars/hf_table.toml): tabs, no runner stamp.
     lines = ["Epoch\tTraining Loss\tValidation Loss\tWer", "1\t2.345600\t1.234567\t0.95"]
     assert [m for _, _, m in split(*lines)] == lines
 

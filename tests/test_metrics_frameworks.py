@@ -5,94 +5,10 @@ from __future__ import annotations
 
 from tests.metrics_util import NAN, full, rows
 
-
-def test_torchtitan_current_and_v010_lines(tmp_path):
-    text = (
-        # [OBS] pytorch/torchtitan#2389 (v0.2.2+: grad_norm, loss 8.5f)
-        "[titan] 2026-02-24 19:46:17,508 - root - INFO - step:  4  loss:  7.62585  grad_norm: 26.6250  memory: 66.91GiB(37.51%)  tps: 10,050  tflops: 314.71  mfu: 13.99%\n"
-        # [OBS] pytorch/torchtitan#1287 (no grad_norm, rank prefix)
-        "[rank0]:[titan] 2025-06-16 22:30:50,322 - root - INFO - step: 200  loss:  6.1384  memory: 49.66GiB(52.28%)  tps: 5,856  tflops: 339.16  mfu: 34.29%\n"
-    )
-    assert full(tmp_path, text) == [
-        (1, None, 4, "loss", 7.62585, "torchtitan"), (1, None, 4, "grad_norm", 26.625, "torchtitan"),
-        (1, None, 4, "mem_max_reserved_mib", 66.91 * 1024, "torchtitan"), (1, None, 4, "mem_max_reserved_pct", 37.51, "torchtitan"),
-        (1, None, 4, "tokens_per_s", 10050.0, "torchtitan"), (1, None, 4, "tflops", 314.71, "torchtitan"),
-        (1, None, 4, "mfu", 13.99, "torchtitan"),
-        (2, 0, 200, "loss", 6.1384, "torchtitan"),
-        (2, 0, 200, "mem_max_reserved_mib", 49.66 * 1024, "torchtitan"), (2, 0, 200, "mem_max_reserved_pct", 52.28, "torchtitan"),
-        (2, 0, 200, "tokens_per_s", 5856.0, "torchtitan"), (2, 0, 200, "tflops", 339.16, "torchtitan"),
-        (2, 0, 200, "mfu", 34.29, "torchtitan")]
-
-
-def test_torchtitan_with_colour_codes_wps_era_and_mfu_na(tmp_path):
-    # [SRC] torchtitan/components/metrics.py colours (tools/utils.py escape codes); 2024 `wps`; quantized `mfu: N/A`
-    e = "\x1b["
-    text = (
-        f"[titan] 2024-06-01 10:00:00,000 - root - INFO - {e}36mstep:  1  {e}32mloss: 10.8765  {e}38;2;54;234;195mmemory:  9.50GiB(10.00%)  "
-        f"{e}34mwps: 1,234  {e}35mmfu: 1.50%{e}39m\n"
-        f"[titan] 2026-02-24 19:46:17,508 - root - INFO - {e}31mstep: 10  {e}32mloss:      nan  {e}38;2;180;60;0mgrad_norm:     nan  "
-        f"{e}38;2;54;234;195mmemory: 66.91GiB(37.51%)  {e}34mtps: 10,050  {e}36mtflops: 314.71  {e}35mmfu: N/A{e}39m\n"
-        "[titan] 2026-02-24 19:50:00,000 - root - INFO - validate step: 10  loss:  7.1234  memory: 66.91GiB(37.51%)  tps: 20,100\n"
-    )
-    assert rows(tmp_path, text) == [
-        (1, "loss", 10.8765), (1, "mem_max_reserved_mib", 9.5 * 1024), (1, "mem_max_reserved_pct", 10.0),
-        (1, "tokens_per_s", 1234.0), (1, "mfu", 1.5),
-        (10, "loss", NAN), (10, "grad_norm", NAN), (10, "mem_max_reserved_mib", 66.91 * 1024),
-        (10, "mem_max_reserved_pct", 37.51), (10, "tokens_per_s", 10050.0), (10, "tflops", 314.71),
-        (10, "eval_loss", 7.1234), (10, "eval_mem_max_reserved_mib", 66.91 * 1024), (10, "eval_mem_max_reserved_pct", 37.51),
-        (10, "eval_tokens_per_s", 20100.0)]
-
-
-def test_nanogpt_iter_eval_nan_and_placeholder_mfu(tmp_path):
-    text = (
-        "iter 0: loss 4.2648, time 9371.81ms, mfu -100.00%\n"  # [OBS] karpathy/nanoGPT#178
-        "iter 10: loss 3.2202, time 893.76ms, mfu 16.68%\n"
-        "step 250: train loss 1.5440, val loss 1.7220\n"
-        "2023-03-22 09:32:52 iter 3010: loss nan, time 1019.95ms, mfu 14.12%\n"  # [OBS] karpathy/nanoGPT#215
-        "iter 1631: loss 4.0863, time 561.94ms\n"  # [OBS] karpathy/nanoGPT#110 (no mfu)
-    )
-    assert rows(tmp_path, text) == [
-        (0, "loss", 4.2648), (0, "step_time_ms", 9371.81),
-        (10, "loss", 3.2202), (10, "step_time_ms", 893.76), (10, "mfu", 16.68),
-        (250, "eval_train_loss", 1.544), (250, "eval_loss", 1.722),
-        (3010, "loss", NAN), (3010, "step_time_ms", 1019.95), (3010, "mfu", 14.12),
-        (1631, "loss", 4.0863), (1631, "step_time_ms", 561.94)]
-
-
-def test_nanochat_line(tmp_path):
-    # [OBS] karpathy/nanochat#147
-    text = "step 00004/21400 (0.02%) | loss: 8.893647 | lrm: 1.00 | dt: 989.44ms | tok/sec: 529,882 | mfu: 74.13 | total time: 0.00m\n"
-    assert rows(tmp_path, text) == [
-        (4, "loss", 8.893647), (4, "lrm", 1.0), (4, "step_time_ms", 989.44), (4, "tokens_per_s", 529882.0),
-        (4, "mfu", 74.13), (4, "total_time_ms", 0.0)]
-
-
-def test_fairseq_simple_old_and_summaries(tmp_path):
-    text = (
-        # [OBS] facebookresearch/fairseq#2338
-        "2020-07-17 07:11:02 | INFO | train_inner | epoch 001:   2800 / 160368 loss=9.255, ppl=611.12, wps=57.3, ups=0.04, wpb=1613, bsz=80, num_updates=2800, lr=2.8e-05, gnorm=3.23, train_wall=13, wall=1236\n"
-        # [OBS] facebookresearch/fairseq#940 (pre-2020 `| ` form)
-        "| epoch 001:    450 / 1891 loss=11.521, nll_loss=10.881, ppl=1886.05, wps=52922, ups=0.5, wpb=104928, bsz=5325, num_updates=445, lr=8.90889e-05, gnorm=1.543, clip=0%, oom=0, loss_scale=2.000, wall=882, train_wall=756\n"
-        "| epoch 001 | valid on 'valid' subset | valid_loss 8.11425 | valid_nll_loss 6.8834 | valid_ppl 118.06 | num_updates 600\n"
-        # [OBS] facebookresearch/fairseq#301 (oldest: `loss=1.27 (1.50)`, summaries with spaced keys)
-        "| epoch 010  2000 / 8223 loss=1.27 (1.50), wps=962, wpb=908, bsz=32, lr=0.001, clip=100%, gnorm=2.1427\n"
-        "| epoch 010 | train loss 1.44 | train ppl 2.72 | s/checkpoint    7747 | words/s    961 | words/batch    906 | bsz    32 | lr 0.001000 | clip 100% | gnorm 2.1113\n"
-        "| epoch 010 | valid on 'valid' subset | valid loss 1.94 | valid ppl 3.83\n"
-    )
-    assert rows(tmp_path, text) == [
-        (2800, "loss", 9.255), (2800, "ppl", 611.12), (2800, "tokens_per_s", 57.3), (2800, "updates_per_s", 0.04),
-        (2800, "wpb", 1613.0), (2800, "bsz", 80.0), (2800, "lr", 2.8e-05), (2800, "grad_norm", 3.23),
-        (2800, "train_wall", 13.0), (2800, "wall", 1236.0),
-        (445, "loss", 11.521), (445, "nll_loss", 10.881), (445, "ppl", 1886.05), (445, "tokens_per_s", 52922.0),
-        (445, "updates_per_s", 0.5), (445, "wpb", 104928.0), (445, "bsz", 5325.0), (445, "lr", 8.90889e-05),
-        (445, "grad_norm", 1.543), (445, "clip_pct", 0.0), (445, "oom", 0.0), (445, "loss_scale", 2.0),
-        (445, "wall", 882.0), (445, "train_wall", 756.0),
-        (600, "eval_loss", 8.11425), (600, "eval_nll_loss", 6.8834), (600, "eval_ppl", 118.06),
-        # the oldest lines carry no num_updates: their step is carried from the line above
-        (600, "loss", 1.27), (600, "tokens_per_s", 962.0), (600, "wpb", 908.0), (600, "bsz", 32.0), (600, "lr", 0.001),
-        (600, "clip_pct", 100.0), (600, "grad_norm", 2.1427),
-        (600, "train_loss", 1.44), (600, "train_ppl", 2.72),
-        (600, "eval_loss", 1.94), (600, "eval_ppl", 3.83)]
+NEMO2 = (
+    "Training epoch 0, iteration {i}/149 | lr: 3e-05 | consumed_samples: {c} | global_batch_size: 1 | global_step: {i} | "
+    "reduced_train_loss: {l} | train_step_timing in s: {t} | val_loss: {v}\n"
+)
 
 
 def test_fairseq_json_and_tqdm_modes(tmp_path):
@@ -144,92 +60,6 @@ def test_metriclogger_train_and_test_lines(tmp_path):
         (2240, "eval_loss", 0.56), (2240, "eval_acc1", 85.9375)]
 
 
-def test_mmengine_lines(tmp_path):
-    # [OBS] open-mmlab/mmpretrain#1632
-    text = ("2023/06/09 21:58:41 - mmengine - INFO - Epoch(train) [147][300/351] lr: 2.3723e-03 eta: 5 days, 23:52:36 "
-            "time: 1.0105 data_time: 0.0024 memory: 48596 loss: 0.4665\n"
-            "2023/06/09 22:00:41 - mmengine - INFO - Iter(train) [  100/10000]  lr: 1.0e-04  eta: 1:00:00  time: 0.5000  data_time: 0.0100  memory: 2000  loss: nan\n")
-    step = 146 * 351 + 300
-    assert rows(tmp_path, text) == [
-        (step, "lr", 2.3723e-03), (step, "step_time_ms", 1.0105 * 1000), (step, "data_time_ms", 0.0024 * 1000),
-        (step, "mem_max_mib", 48596.0), (step, "loss", 0.4665),
-        (100, "lr", 1.0e-04), (100, "step_time_ms", 500.0), (100, "data_time_ms", 0.01 * 1000), (100, "mem_max_mib", 2000.0),
-        (100, "loss", NAN)]
-
-
-def test_lightning_1x_bar_lines_read_once_per_step(tmp_path):
-    # [OBS] Lightning-AI/pytorch-lightning#4225: each n drawn twice, the first with the previous loss
-    text = (
-        "Epoch 0:   0%|          | 0/18 [00:00<?, ?it/s] \n"
-        "Epoch 0:   6%|\u258c         | 1/18 [00:08<02:29,  8.77s/it]\n"
-        "Epoch 0:   6%|\u258c         | 1/18 [00:08<02:29,  8.77s/it, loss=10.473, v_num=193315]\n"
-        "Epoch 0:  11%|\u2588         | 2/18 [00:11<01:33,  5.82s/it, loss=10.473, v_num=193315]\n"
-        "Epoch 0:  11%|\u2588         | 2/18 [00:11<01:33,  5.82s/it, loss=10.224, v_num=193315]\n"
-        "Epoch 0:  17%|\u2588\u258b        | 3/18 [00:14<01:13,  4.87s/it, loss=10.224, v_num=193315]\n"
-        "Epoch 0:  17%|\u2588\u258b        | 3/18 [00:14<01:13,  4.87s/it, loss=10.047, v_num=193315]\n"
-    )
-    assert full(tmp_path, text) == [
-        (3, None, 1, "loss", 10.473, "tqdm_postfix"), (5, None, 2, "loss", 10.224, "tqdm_postfix"),
-        (7, None, 3, "loss", 10.047, "tqdm_postfix")]
-
-
-def test_lightning_colab_bar_without_bar_glyphs(tmp_path):
-    # [OBS] Lightning-AI/pytorch-lightning#3866 (notebook rendering drops the |bar|)
-    text = ("Epoch 0:  97% 1651/1702 [13:00<00:24,  2.11it/s, loss=0.158, v_num=0, train_loss=0.149]\n"
-            "Epoch 0:  97% 1652/1702 [13:01<00:23,  2.11it/s, loss=0.158, v_num=0, train_loss=0.149]\n")
-    # Lightning 1.x: `loss` is the running mean it adds (-> loss_avg), `train_loss` the logged value (-> loss).
-    assert full(tmp_path, text) == [
-        (1, None, 1651, "loss_avg", 0.158, "tqdm_postfix"), (1, None, 1651, "loss", 0.149, "tqdm_postfix"),
-        (2, None, 1652, "loss_avg", 0.158, "tqdm_postfix"), (2, None, 1652, "loss", 0.149, "tqdm_postfix")]
-
-
-def test_data_loading_and_shard_bars_give_no_metrics(tmp_path):
-    text = ("Loading checkpoint shards: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 3/3 [00:00<00:00,  5.13it/s]\n"
-            "Map: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 1000/1000 [00:00<00:00, 5000.00 examples/s]\n"
-            "  0%|          | 0/800 [00:22<?, ?it/s]\n"
-            " 14%|\u2588\u258d        | 378/2724 [13:58:09<86:18:35, 132.44s/it]\n")
-    assert rows(tmp_path, text) == []
-
-
-def test_user_loop_set_postfix_with_carriage_returns(tmp_path):
-    # A raw capture of `pbar.set_postfix(loss=...)`: each step redraws n with the old then the new value.
-    states = [
-        "  0%|          | 0/4 [00:00<?, ?it/s]",
-        "  0%|          | 0/4 [00:00<?, ?it/s, loss=2.31]",
-        " 25%|\u2588\u2588\u258c       | 1/4 [00:00<00:00,  9.90it/s, loss=2.31]",
-        " 25%|\u2588\u2588\u258c       | 1/4 [00:00<00:00,  9.90it/s, loss=2.05]",
-        " 50%|\u2588\u2588\u2588\u2588\u2588     | 2/4 [00:00<00:00,  9.95it/s, loss=2.05]",
-        " 50%|\u2588\u2588\u2588\u2588\u2588     | 2/4 [00:00<00:00,  9.95it/s, loss=nan]",
-    ]
-    text = "\r".join(states) + "\n"
-    assert rows(tmp_path, text) == [(1, "loss", 2.05), (2, "loss", NAN)]
-
-
-def test_memory_summary_and_profiler_footer(tmp_path):
-    # formats.md §4.2 rows [OBS] and the older KB/MB units; §4.1 footers [SRC]
-    text = (
-        "step 7 loss 2.5\n"
-        "|===========================================================================|\n"
-        "|                  PyTorch CUDA memory summary, device ID 0                 |\n"
-        "|---------------------------------------------------------------------------|\n"
-        "|            CUDA OOMs: 0            |        cudaMalloc retries: 3         |\n"
-        "|===========================================================================|\n"
-        "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |\n"
-        "|---------------------------------------------------------------------------|\n"
-        "| Allocated memory      | 184648 KiB | 192833 KiB | 258378 KiB |  73729 KiB |\n"
-        "|       from large pool | 184576 KiB | 192768 KiB | 254208 KiB |  69632 KiB |\n"
-        "| GPU reserved memory   |  146836 KB |    4261 MB |     847 GB |     840 GB |\n"
-        "Self CPU time total: 12.345ms\n"
-        "Self CUDA time total: 3.456s\n"
-    )
-    assert rows(tmp_path, text) == [
-        (7, "loss", 2.5),
-        (7, "cuda_ooms", 0.0), (7, "alloc_retries", 3.0),
-        (7, "mem_allocated_mib", 184648 / 1024), (7, "mem_max_mib", 192833 / 1024),
-        (7, "mem_reserved_mib", 146836 / 1024), (7, "mem_max_reserved_mib", 4261.0),
-        (7, "profiler_self_cpu_ms", 12.345), (7, "profiler_self_cuda_ms", 3.456 * 1000)]
-
-
 def test_interleaved_ranks_in_one_file_are_kept_apart(tmp_path):
     # Two ranks' tqdm bars and prints interleaved in one stream (rank prefixes on every line):
     # the same step of each rank is one row per rank, never merged or repeated.
@@ -252,3 +82,94 @@ def test_interleaved_ranks_in_one_file_are_kept_apart(tmp_path):
 def test_tee_prefix_rank_reaches_carriage_return_segments(tmp_path):
     text = "[default1]:\r  5%|5         | 1/20 [00:00<00:01, 10.00it/s, loss=3.1]\n"
     assert [r[1] for r in full(tmp_path, text)] == [1]
+
+
+def test_verl_near_misses(tmp_path):
+    # torchtitan's `step:  4  loss: ..` stays torchtitan's; `step:N` without ` - key:value` items is no verl line.
+    text = ("[titan] 2026-02-24 19:46:17,508 - root - INFO - step:  4  loss:  7.62585  grad_norm: 26.6250  memory: 66.91GiB(37.51%)  tps: 10,050  tflops: 314.71  mfu: 13.99%\n"
+            "saving checkpoint at step:100 - done\n")
+    assert [r[3] for r in full(tmp_path, text)] == ["loss", "grad_norm", "mem_max_reserved_mib", "mem_max_reserved_pct", "tokens_per_s", "tflops", "mfu"]
+    assert {r[5] for r in full(tmp_path / "b", text)} == {"torchtitan"}
+
+
+def test_semseg_camel_case_losses_and_later_epochs(tmp_path):
+    # https://github.com/liuzhengzhe/3D-to-2D-Distillation-for-Indoor-Scene-Parsing/issues/4 (`MainLoss`,
+    # `AuxLoss` as one word -> snake_case); a second epoch continues the count: (2 - 1) * 11134 + 10.
+    text = (
+        "[2021-08-16 13:47:19,356 INFO train.py line 404 34387] Epoch: [1/50][750/11134] Data 0.000 (0.002) Batch 0.439 "
+        "(0.445) Remain 68:45:01 MainLoss 0.0000 AuxLoss 0.0000 RegLoss 1.2029 FinalLoss 2.0406 Loss 3.2435 Accuracy 0.1246.\n"
+        "[2021-08-17 13:47:19,356 INFO train.py line 404 34387] Epoch: [2/50][10/11134] Data 0.000 (0.002) Batch 0.439 "
+        "(0.445) Remain 68:45:01 MainLoss nan AuxLoss nan RegLoss 1.2029 FinalLoss nan Loss nan Accuracy 0.0000.\n"
+    )
+    got = rows(tmp_path, text)
+    assert got[:8] == [
+        (750, "data_time_ms", 0.0), (750, "step_time_ms", 439.0), (750, "main_loss", 0.0), (750, "aux_loss", 0.0),
+        (750, "reg_loss", 1.2029), (750, "final_loss", 2.0406), (750, "loss", 3.2435), (750, "accuracy", 0.1246)]
+    assert got[8:] == [
+        (11144, "data_time_ms", 0.0), (11144, "step_time_ms", 439.0), (11144, "main_loss", NAN), (11144, "aux_loss", NAN),
+        (11144, "reg_loss", 1.2029), (11144, "final_loss", NAN), (11144, "loss", NAN), (11144, "accuracy", 0.0)]
+
+
+def test_espnet2_batch_range_lines_and_epoch_results(tmp_path):
+    # https://github.com/espnet/espnet/issues/2674: the step is the range's last batch, continued across
+    # epochs (epoch 2's `1-375batch` follows epoch 1's last logged batch 7500); the `results` line gives only
+    # its `[valid]` part (eval_loss, step carried); `time=1 minute and 42.6 seconds` and counts are no metric.
+    text = (
+        "[PC] 2020-11-11 16:30:14,840 (trainer:486) INFO: 1epoch:train:7126-7500batch: iter_time=0.001, forward_time=0.005, "
+        "loss=2.339, backward_time=0.005, optim_step_time=1.963e-04, lr_0=0.100, train_time=0.014\n"
+        "[PC] 2020-11-11 16:30:18,406 (trainer:243) INFO: 1epoch results: [train] iter_time=0.001, forward_time=0.005, "
+        "loss=2.853, backward_time=0.005, optim_step_time=1.974e-04, lr_0=0.100, train_time=0.013, time=1 minute and 42.6 "
+        "seconds, total_count=7507, [valid] loss=2.387, time=3 seconds, total_count=240, [att_plot] time=0.28 seconds, total_count=0\n"
+        "[PC] 2020-11-11 16:30:18,969 (trainer:286) INFO: The best model has been updated: valid.loss\n"
+        "[PC] 2020-11-11 16:30:18,969 (trainer:184) INFO: 2/20epoch started. Estimated time to finish: 33 minutes and 42.59 seconds\n"
+        "[PC] 2020-11-11 16:30:24,312 (trainer:486) INFO: 2epoch:train:1-375batch: iter_time=0.001, forward_time=0.005, "
+        "loss=2.313, backward_time=0.005, optim_step_time=2.000e-04, lr_0=0.100, train_time=0.014\n"
+    )
+    got = full(tmp_path, text)
+    assert [(ln, s, n) for ln, _, s, n, _, _ in got] == [
+        (1, 7500, "data_time_ms"), (1, 7500, "forward_time_ms"), (1, 7500, "loss"), (1, 7500, "backward_time_ms"),
+        (1, 7500, "optim_step_time_ms"), (1, 7500, "lr"), (1, 7500, "step_time_ms"),
+        (2, 7500, "eval_loss"),
+        (5, 7875, "data_time_ms"), (5, 7875, "forward_time_ms"), (5, 7875, "loss"), (5, 7875, "backward_time_ms"),
+        (5, 7875, "optim_step_time_ms"), (5, 7875, "lr"), (5, 7875, "step_time_ms")]
+    values = {(ln, n): v for ln, _, _, n, v, _ in got}
+    assert values[(1, "loss")] == 2.339 and values[(1, "lr")] == 0.1 and values[(2, "eval_loss")] == 2.387
+    assert values[(1, "step_time_ms")] == 14.0 and values[(1, "data_time_ms")] == 1.0
+    assert abs(values[(1, "optim_step_time_ms")] - 0.1963) < 1e-12 and values[(5, "loss")] == 2.313
+
+
+def test_espnet2_asr_line_with_host_rank_prefix(tmp_path):
+    # https://github.com/espnet/espnet/issues/2183 (`[gpu01:0/2]` host prefix; ASR losses and accuracy).
+    text = (
+        "[gpu01:0/2] 2020-07-19 08:54:09,601 (trainer:464) INFO: 1epoch:train:683-1364batch: iter_time=5.862e-05, "
+        "forward_time=0.134, loss=68.722, loss_att=65.930, loss_ctc=75.235, acc=0.125, backward_time=0.111, "
+        "optim_step_time=0.030, lr_0=1.028e-05, train_time=1.790\n"
+    )
+    got = {n: v for _, n, v in rows(tmp_path, text)}
+    assert {s for s, _, _ in rows(tmp_path / "again", text)} == {1364}
+    assert got == {"data_time_ms": 5.862e-05 * 1000.0, "forward_time_ms": 134.0, "loss": 68.722, "loss_att": 65.93,
+                   "loss_ctc": 75.235, "acc": 0.125, "backward_time_ms": 111.0, "optim_step_time_ms": 30.0,
+                   "lr": 1.028e-05, "step_time_ms": 1790.0}
+
+
+def test_nemo2_val_loss_reprinted_on_every_line_is_read_once(tmp_path):
+    # https://github.com/NVIDIA-BioNeMo/bionemo-recipes/pull/740: NeMo 2 prints the last validation loss
+    # (`| val_loss: 4.106`) on every training line; it is one validation, so one eval_loss row (at the first line).
+    lines = [(120, 121, "1.233", "0.03146"), (121, 122, "1.288", "0.03163"), (122, 123, "1.333", "0.03215")]
+    text = "".join(NEMO2.format(i=i, c=c, l=loss, t=t, v="4.106") for i, c, loss, t in lines)
+    got = rows(tmp_path, text)
+    assert [r for r in got if r[1] == "eval_loss"] == [(120, "eval_loss", 4.106)]
+    assert [r for r in got if r[1] == "loss"] == [(120, "loss", 1.233), (121, "loss", 1.288), (122, "loss", 1.333)]
+
+
+def test_nemo2_val_loss_is_read_again_where_it_changes(tmp_path):
+    # Near miss of the above: the same thread's lines with the reprinted value changed by hand (standing for
+    # the next validation, which the paste does not reach): a new value is a new row.
+    text = (
+        NEMO2.format(i=120, c=121, l="1.233", t="0.03146", v="4.106")
+        + NEMO2.format(i=121, c=122, l="1.288", t="0.03163", v="4.106")
+        + NEMO2.format(i=122, c=123, l="1.333", t="0.03215", v="3.9")
+        + NEMO2.format(i=123, c=124, l="1.245", t="0.03157", v="3.9")
+    )
+    got = rows(tmp_path, text)
+    assert [r for r in got if r[1] == "eval_loss"] == [(120, "eval_loss", 4.106), (122, "eval_loss", 3.9)]

@@ -4,57 +4,24 @@ from __future__ import annotations
 
 import polars as pl
 
-from tests.metrics_util import NAN, full, metrics, rows
+from tests.metrics_util import NAN, metrics, rows
+
+MMDET_4927 = (
+    '{"mode": "train", "epoch": 2, "iter": 325, "lr": 0.02, "memory": 5693, "data_time": 0.09812, "loss_rpn_cls": 0.01966, '
+    '"loss_rpn_bbox": 0.01442, "loss_cls": 0.09682, "acc": 96.5332, "loss_bbox": 0.10037, "loss_mask": 0.32674, "loss": 0.55801, '
+    '"time": 0.43141}\n'
+    '{"mode": "val", "epoch": 2, "iter": 325, "lr": 0.02, "bbox_mAP": 0.296, "bbox_mAP_50": 0.66, "bbox_mAP_75": 0.21, '
+    '"bbox_mAP_s": 0.109, "bbox_mAP_m": 0.243, "bbox_mAP_l": 0.304, "bbox_mAP_copypaste": "0.296 0.660 0.210 0.109 0.243 0.304", '
+    '"segm_mAP": 0.196, "segm_mAP_50": 0.543, "segm_mAP_75": 0.114, "segm_mAP_s": 0.097, "segm_mAP_m": 0.232, "segm_mAP_l": 0.206, '
+    '"segm_mAP_copypaste": "0.196 0.543 0.114 0.097 0.232 0.206"}\n'
+)
 
 
-def test_space_separated_step_loss_lr(tmp_path):
-    assert rows(tmp_path, "step 120 loss 2.31 lr 3e-4\n") == [(120, "loss", 2.31), (120, "lr", 3e-4)]
-
-
-def test_key_equals_value_pairs(tmp_path):
-    assert rows(tmp_path, "loss=2.31, grad_norm=0.8\nstep=5, loss=nan, grad_norm=inf\n") == [
-        (None, "loss", 2.31), (None, "grad_norm", 0.8), (5, "loss", NAN), (5, "grad_norm", float("inf"))]
-
-
-def test_pipe_separated_epoch_step_loss(tmp_path):
-    assert rows(tmp_path, "Epoch 3 | Step 120 | Loss: 2.31\n") == [(120, "epoch", 3.0), (120, "loss", 2.31)]
-
-
-def test_pytorch_examples_mnist_line(tmp_path):
-    # pytorch/examples mnist/main.py: 'Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss: {:.6f}'
-    assert rows(tmp_path, "Train Epoch: 1 [0/60000 (0%)]\tLoss: 2.305400\n") == [(None, "epoch", 1.0), (None, "loss", 2.3054)]
-
-
-def test_units_time_and_memory(tmp_path):
-    text = "iter 10 | loss 2.5 | time 123.4ms | data_time 0.05s | mem_allocated 1.5GB | tok/s 12,345\n"
-    assert rows(tmp_path, text) == [
-        (10, "loss", 2.5), (10, "step_time_ms", 123.4), (10, "data_time_ms", 0.05 * 1000),
-        (10, "mem_allocated_mib", 1.5 * 1024), (10, "tokens_per_s", 12345.0)]
-
-
-def test_step_with_total_and_train_val_loss(tmp_path):
-    text = "[Step 100/1000] train loss: 2.31, val loss: 2.50, grad norm: 0.91, learning rate: 3.0e-04\n"
-    assert rows(tmp_path, text) == [
-        (100, "loss", 2.31), (100, "eval_loss", 2.5), (100, "grad_norm", 0.91), (100, "lr", 3.0e-04)]
-
-
-def test_json_lines_in_a_log(tmp_path):
-    text = (
-        'INFO: {"step": 10, "loss": 2.31, "lr": 0.0003, "grad_norm": NaN}\n'
-        '{"train/loss": 2.2, "train/learning_rate": 0.0003, "train/global_step": 20, "note": "ok"}\n'
-        # [OBS] facebookresearch/metaseq PR #507: json log line after a launcher prefix, quoted values, GB memory
-        'slurm_procid 0 : 2022-11-11 14:05:27 | INFO | train_inner | {"epoch": 1, "loss": "15.878", "ppl": "60214.8", '
-        '"num_updates": "1", "lr": "2.80112e-07", "gnorm": "16.981", "cuda_gb_allocated": "19.7"}\n'
-    )
-    assert rows(tmp_path, text) == [
-        (10, "loss", 2.31), (10, "lr", 0.0003), (10, "grad_norm", NAN),
-        (20, "loss", 2.2), (20, "lr", 0.0003),
-        (1, "epoch", 1.0), (1, "loss", 15.878), (1, "ppl", 60214.8), (1, "lr", 2.80112e-07), (1, "grad_norm", 16.981),
-        (1, "mem_allocated_mib", 19.7 * 1024)]
-
-
-def test_config_json_is_not_a_metric_line(tmp_path):
-    assert rows(tmp_path, '{"lr": 0.001, "batch_size": 32, "model": "gpt2"}\n') == []
+MMDET_4927_VAL = [
+    (325, "eval_bbox_map", 0.296), (325, "eval_bbox_map_50", 0.66), (325, "eval_bbox_map_75", 0.21),
+    (325, "eval_bbox_map_s", 0.109), (325, "eval_bbox_map_m", 0.243), (325, "eval_bbox_map_l", 0.304),
+    (325, "eval_segm_map", 0.196), (325, "eval_segm_map_50", 0.543), (325, "eval_segm_map_75", 0.114),
+    (325, "eval_segm_map_s", 0.097), (325, "eval_segm_map_m", 0.232), (325, "eval_segm_map_l", 0.206)]
 
 
 def test_llamafactory_trainer_log_jsonl_file(tmp_path):
@@ -97,30 +64,6 @@ def test_mae_log_txt_epoch_records(tmp_path):
         (None, "lr", 0.00023974358974358984), (None, "loss", 0.7823955785029401), (None, "epoch", 1.0)]
 
 
-def test_near_misses_give_no_metrics(tmp_path):
-    text = (
-        "The loss went up to 2.3 after we changed the learning rate, see the plot below\n"
-        "See https://example.com/runs/loss=2.31 for details\n"
-        "Validation loss decreased (inf --> 2.345600).  Saving model ...\n"
-        "Using loss function CrossEntropyLoss with label smoothing 0.1 and 2 classes of weights\n"
-        "NOTE: the loss scale will be picked automatically\n"
-        "ValueError: Expected input batch_size (16) to match target batch_size (8); loss 3 is invalid\n"
-        "[2024-01-01 10:00:00,000] [INFO] [config.py:1000:print] steps_per_print .............. 10\n"
-        "Downloading shards: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 2/2 [00:10<00:00,  5.00s/it]\n"
-        "iteration counter reset after 3 retries\n"
-        "{'input_ids': [101, 2023], 'attention_mask': [1, 1]}\n"
-    )
-    assert full(tmp_path, text) == []
-
-
-def test_bare_nan_inf_values_are_not_read_as_key_words(tmp_path):
-    # sample_logs/gradient-explosion and loss-scale-runaway-nearmiss print `grad_norm inf` mid-line
-    text = "step 80 loss 2.5 lr 2.400e-01 grad_norm inf\nstep 175 loss nan lr 1.000e-02 grad_norm inf loss_scale 65536.0\n"
-    assert rows(tmp_path, text) == [
-        (80, "loss", 2.5), (80, "lr", 0.24), (80, "grad_norm", float("inf")),
-        (175, "loss", NAN), (175, "lr", 0.01), (175, "grad_norm", float("inf")), (175, "loss_scale", 65536.0)]
-
-
 def test_csv_metric_file_and_a_csv_that_is_not_one(tmp_path):
     from forensics.ingest import ingest
     from tests.helpers import frame, write_run
@@ -148,3 +91,32 @@ def test_log_that_starts_with_json_lines_keeps_its_events(tmp_path):
     run = ingest(write_run(tmp_path, {"train.log": big}))
     assert frame(run, "metrics").select("step", "name", "value").rows() == [(1, "loss", 2.0), (2, "loss", 2.0), (3, "loss", 2.0)]
     assert frame(run, "events").height >= 1
+
+
+def test_mmcv_log_json_val_records_take_eval_names(tmp_path):
+    # https://github.com/open-mmlab/mmdetection/issues/4927 (mmcv 1.x `log.json`, EpochBasedRunner): the
+    # `"mode": "val"` record's metrics are evaluation metrics, its `epoch`/`lr` repeat the training record's
+    # (no second row at the step), `memory` is max allocated MB, the `*_copypaste` strings give nothing.
+    got = rows(tmp_path, MMDET_4927, name="20210409.log.json")
+    assert got[:4] == [(325, "epoch", 2.0), (325, "lr", 0.02), (325, "mem_max_mib", 5693.0), (325, "data_time_ms", 98.12)]
+    assert got[4:12] == [(325, "loss_rpn_cls", 0.01966), (325, "loss_rpn_bbox", 0.01442), (325, "loss_cls", 0.09682),
+                         (325, "acc", 96.5332), (325, "loss_bbox", 0.10037), (325, "loss_mask", 0.32674), (325, "loss", 0.55801),
+                         (325, "step_time_ms", 431.41)]
+    assert got[12:] == MMDET_4927_VAL
+
+
+def test_mmcv_json_records_inside_a_text_log(tmp_path):
+    # The same records printed among other lines (read by the JSON-line grammar of the text log), and
+    # https://github.com/open-mmlab/mmsegmentation/issues/271 (IterBasedRunner: `iter` is the global iteration).
+    text = (
+        "2021-04-09 10:00:00,000 - mmdet - INFO - Saving checkpoint at 2 epochs\n" + MMDET_4927
+        + '{"mode": "train", "epoch": 8, "iter": 19350, "lr": 0.00055, "memory": 6912, "data_time": 0.00859, "decode.loss_seg": 0.39321, '
+        '"decode.acc_seg": 76.11157, "aux.loss_seg": 0.28087, "aux.acc_seg": 67.6572, "loss": 0.67408, "time": 1.43717}\n'
+    )
+    got = rows(tmp_path, text)
+    assert (325, "mem_max_mib", 5693.0) in got and (325, "memory", 5693.0) not in got
+    assert [r for r in got if r[1].startswith("eval_")] == MMDET_4927_VAL
+    assert [r for r in got if r[1] in ("epoch", "lr")] == [(325, "epoch", 2.0), (325, "lr", 0.02), (19350, "epoch", 8.0), (19350, "lr", 0.00055)]
+    assert got[-8:] == [(19350, "mem_max_mib", 6912.0), (19350, "data_time_ms", 8.59), (19350, "decode.loss_seg", 0.39321),
+                        (19350, "decode.acc_seg", 76.11157), (19350, "aux.loss_seg", 0.28087), (19350, "aux.acc_seg", 67.6572),
+                        (19350, "loss", 0.67408), (19350, "step_time_ms", 1437.17)]

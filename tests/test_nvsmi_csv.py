@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from forensics.ingest import ingest
-from tests.helpers import frame, write_run
+from tests.helpers import gpu_tables
 
 UTC = dt.timezone.utc
 HDR_TS = ("timestamp, pstate, temperature.gpu, utilization.gpu [%], utilization.memory [%], memory.total [MiB], "
@@ -25,13 +24,8 @@ ROW_2017 = ("2017/03/20 19:58:43.613, P0, 67, 70 %, 32 %, Not Active, Not Active
             "144 MHz, 144 MHz, 4006 MHz, 122 MHz")
 
 
-def _run(tmp_path, text, name="gpu.csv"):
-    run = ingest(write_run(tmp_path, {name: text}))
-    return frame(run, "files").row(0, named=True), frame(run, "gpu"), frame(run, "gpu_procs")
-
-
 def test_header_with_units_and_timestamp(tmp_path):
-    f, gpu, _ = _run(tmp_path, f"{HDR_TS}\n{ROW_TS}\n")
+    f, gpu, _ = gpu_tables(tmp_path, f"{HDR_TS}\n{ROW_TS}\n", "gpu.csv")
     assert (f["kind"], f["status"]) == ("nvsmi_query_csv", "parsed")
     r = gpu.row(0, named=True)
     assert r["line"] == 2 and r["seq"] == 0 and r["source"] == "query_gpu"
@@ -43,7 +37,7 @@ def test_header_with_units_and_timestamp(tmp_path):
 
 
 def test_aliases_print_canonical_names(tmp_path):
-    _f, gpu, _ = _run(tmp_path, f"{HDR_1080}\n{ROW_1080}\n")
+    _f, gpu, _ = gpu_tables(tmp_path, f"{HDR_1080}\n{ROW_1080}\n", "gpu.csv")
     r = gpu.row(0, named=True)
     assert (r["name"], r["fan_pct"], r["memory_total_mib"], r["memory_used_mib"]) == ("GeForce GTX 1080 Ti", 29.0, 11175.0, 2856.0)
     assert (r["utilization_gpu_pct"], r["temperature_c"], r["power_w"]) == (36.0, 60.0, 106.56)
@@ -53,7 +47,7 @@ def test_aliases_print_canonical_names(tmp_path):
 def test_named_throttle_fields_build_the_mask(tmp_path):
     active = ROW_2017.replace("Not Active, Not Active, Not Active, Not Active, Not Active",
                               "Not Active, Active, Not Active, Not Active, Not Active")
-    _f, gpu, _ = _run(tmp_path, f"{HDR_2017}\n{ROW_2017}\n{active}\n")
+    _f, gpu, _ = gpu_tables(tmp_path, f"{HDR_2017}\n{ROW_2017}\n{active}\n", "gpu.csv")
     rows = gpu.sort("line").to_dicts()
     assert (rows[0]["throttle_mask"], rows[0]["throttle_reasons"]) == (0, "")
     assert (rows[1]["throttle_mask"], rows[1]["throttle_reasons"]) == (0x4, "sw_power_cap")
@@ -74,7 +68,7 @@ def test_loop_with_repeated_header_hex_masks_and_placeholders(tmp_path):
         f"2024/05/01 10:00:01.105, 1, {uuid1}, Default, 0x0000000000000001, 0 %, 40100 MiB, 345 MHz, No, 0, N/A",
         "",
     ])
-    _f, gpu, _ = _run(tmp_path, text)
+    _f, gpu, _ = gpu_tables(tmp_path, text, "gpu.csv")
     rows = gpu.sort("line").to_dicts()
     assert [(r["line"], r["seq"], r["gpu"]) for r in rows] == [(2, 0, 0), (3, 0, 1), (5, 1, 0), (6, 1, 1)]
     assert [r["throttle_reasons"] for r in rows] == ["", "sw_power_cap", "sw_thermal_slowdown,hw_thermal_slowdown", "gpu_idle"]
@@ -95,7 +89,7 @@ def test_lost_gpu_line_inside_a_loop(tmp_path):
         "Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost. Reboot the system to recover this GPU",
         "",
     ])
-    _f, gpu, _ = _run(tmp_path, text)
+    _f, gpu, _ = gpu_tables(tmp_path, text, "gpu.csv")
     rows = gpu.sort("line").to_dicts()
     assert [(r["line"], r["seq"], r["gpu"]) for r in rows[:3]] == [(2, 0, 0), (3, 0, 1), (4, 1, 0)]
     lost = rows[3]
@@ -104,12 +98,12 @@ def test_lost_gpu_line_inside_a_loop(tmp_path):
 
 
 def test_noheader_with_units_is_inferred_and_noheader_nounits_is_refused(tmp_path):
-    _f, gpu, _ = _run(tmp_path, f"{ROW_TS}\n{ROW_TS.replace('14:44:16.977', '14:44:17.980').replace(' 0 %, 0 %', ' 55 %, 7 %')}\n")
+    _f, gpu, _ = gpu_tables(tmp_path, f"{ROW_TS}\n{ROW_TS.replace('14:44:16.977', '14:44:17.980').replace(' 0 %, 0 %', ' 55 %, 7 %')}\n", "gpu.csv")
     rows = gpu.sort("line").to_dicts()
     assert [r["utilization_gpu_pct"] for r in rows] == [0.0, 55.0]
     assert [r["utilization_mem_pct"] for r in rows] == [0.0, 7.0]
     assert rows[1]["ts"] == dt.datetime(2024, 1, 16, 14, 44, 17, 980000, tzinfo=UTC) and rows[1]["pstate"] == "P8"
-    f, gpu2, procs2 = _run(tmp_path / "b", "2025/09/07 22:37:17.908, NVIDIA GeForce RTX 3090, 1106871, /app/llama-server, 23342\n")
+    f, gpu2, procs2 = gpu_tables(tmp_path / "b", "2025/09/07 22:37:17.908, NVIDIA GeForce RTX 3090, 1106871, /app/llama-server, 23342\n", "gpu.csv")
     assert f["kind"] == "nvsmi_query_csv" and f["status"] == "unrecognized"
     assert "header" in f["error"]
     assert gpu2.height == 0 and procs2.height == 0
@@ -122,7 +116,7 @@ def test_compute_apps(tmp_path):
         "GPU-a44622e3-2296-6285-0a86-84d0f6c67900, 1328990, VLLM::EngineCore, 6265 MiB",
         "",
     ])
-    _f, gpu, procs = _run(tmp_path, text)
+    _f, gpu, procs = gpu_tables(tmp_path, text, "gpu.csv")
     assert gpu.height == 0
     assert procs.sort("line").select("line", "uuid", "pid", "process", "used_memory_mib", "seq").rows() == [
         (2, "GPU-a44622e3-2296-6285-0a86-84d0f6c67900", 1328667, "/usr/local/bin/python3.10", 130004.0, 0),
@@ -131,12 +125,12 @@ def test_compute_apps(tmp_path):
 
 
 def test_compute_apps_header_only_means_no_process(tmp_path):
-    f, gpu, procs = _run(tmp_path, "pid, process_name, used_gpu_memory [MiB]\n")
+    f, gpu, procs = gpu_tables(tmp_path, "pid, process_name, used_gpu_memory [MiB]\n", "gpu.csv")
     assert f["kind"] == "nvsmi_query_csv" and gpu.height == 0 and procs.height == 0
 
 
 def test_content_decides_the_kind(tmp_path):
-    f, gpu, _ = _run(tmp_path, f"{HDR_1080}\n{ROW_1080}\n", name="train.log")
+    f, gpu, _ = gpu_tables(tmp_path, f"{HDR_1080}\n{ROW_1080}\n", "train.log")
     assert f["kind"] == "nvsmi_query_csv" and gpu.height == 1
-    f2, _g, _p = _run(tmp_path / "b", "step 1 loss 2.3, lr 0.1, grad 1.0\n", name="gpu.csv")
+    f2, _g, _p = gpu_tables(tmp_path / "b", "step 1 loss 2.3, lr 0.1, grad 1.0\n", "gpu.csv")
     assert f2["kind"] == "text_log"

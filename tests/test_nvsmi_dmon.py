@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from forensics.ingest import ingest
-from tests.helpers import frame, write_run
+from tests.helpers import gpu_tables
 
 UTC = dt.timezone.utc
 DMON_HDR = ("# gpu    pwr  gtemp  mtemp     sm    mem    enc    dec    jpg    ofa   mclk   pclk\n"
@@ -26,13 +25,8 @@ PMON_ROWS = ("    0      43043     C      0      0      -      -      -      -  
              "    1          -     -      -      -      -      -      -      -    -\n")
 
 
-def _run(tmp_path, text, name="dmon.log"):
-    run = ingest(write_run(tmp_path, {name: text}))
-    return frame(run, "files").row(0, named=True), frame(run, "gpu"), frame(run, "gpu_procs")
-
-
 def test_default_dmon_with_dash_values(tmp_path):
-    f, gpu, _ = _run(tmp_path, DMON_HDR + DMON_ROW + DMON_ROW.replace("     3     38", "   250     71"))
+    f, gpu, _ = gpu_tables(tmp_path, DMON_HDR + DMON_ROW + DMON_ROW.replace("     3     38", "   250     71"), "dmon.log")
     assert (f["kind"], f["status"]) == ("nvsmi_dmon", "parsed")
     rows = gpu.sort("line").to_dicts()
     assert [(r["line"], r["seq"], r["gpu"]) for r in rows] == [(3, 0, 0), (4, 1, 0)]
@@ -43,7 +37,7 @@ def test_default_dmon_with_dash_values(tmp_path):
 
 
 def test_all_groups_2016_driver(tmp_path):
-    _f, gpu, _ = _run(tmp_path, ALL_HDR + ALL_ROW)
+    _f, gpu, _ = gpu_tables(tmp_path, ALL_HDR + ALL_ROW, "dmon.log")
     r = gpu.row(0, named=True)
     assert (r["power_w"], r["temperature_c"], r["utilization_gpu_pct"], r["utilization_mem_pct"]) == (111.0, 83.0, 25.0, 7.0)
     assert (r["mem_clock_mhz"], r["sm_clock_mhz"], r["power_violation_pct"], r["thermal_violation"]) == (4513.0, 1683.0, 0.0, 0.0)
@@ -53,7 +47,7 @@ def test_all_groups_2016_driver(tmp_path):
 
 def test_date_and_time_columns(tmp_path):
     second = DT_ROW.replace("13:54:35", "13:54:36").replace("    239  ", "    251  ")
-    _f, gpu, _ = _run(tmp_path, DT_HDR + DT_ROW + second)
+    _f, gpu, _ = gpu_tables(tmp_path, DT_HDR + DT_ROW + second, "dmon.log")
     rows = gpu.sort("line").to_dicts()
     assert [r["ts"] for r in rows] == [dt.datetime(2024, 1, 4, 13, 54, 35, tzinfo=UTC), dt.datetime(2024, 1, 4, 13, 54, 36, tzinfo=UTC)]
     assert [r["memory_used_mib"] for r in rows] == [239.0, 251.0]
@@ -65,14 +59,14 @@ def test_two_gpus_old_header_repeated_header_and_ticks(tmp_path):
            "# Idx     W     C     %     %     %     %   MHz   MHz\n")
     g0 = "    0   111    83    25     7     0     0  4513  1683\n"
     g1 = "    1    98    80    30     9     0     0  4513  1650\n"
-    _f, gpu, _ = _run(tmp_path, hdr + g0 + g1 + g0 + g1 + hdr + g0 + g1)
+    _f, gpu, _ = gpu_tables(tmp_path, hdr + g0 + g1 + g0 + g1 + hdr + g0 + g1, "dmon.log")
     assert gpu.sort("line").select("line", "gpu", "seq").rows() == [
         (3, 0, 0), (4, 1, 0), (5, 0, 1), (6, 1, 1), (9, 0, 2), (10, 1, 2)]
     assert gpu.filter(gpu=1)["sm_clock_mhz"].to_list() == [1650.0] * 3
 
 
 def test_pmon_drops_idle_rows(tmp_path):
-    f, gpu, procs = _run(tmp_path, PMON_HDR + PMON_ROWS + PMON_ROWS)
+    f, gpu, procs = gpu_tables(tmp_path, PMON_HDR + PMON_ROWS + PMON_ROWS, "dmon.log")
     assert f["kind"] == "nvsmi_dmon" and gpu.height == 0
     assert procs.sort("line").select("line", "seq", "gpu", "pid", "type", "sm_pct", "mem_pct", "process").rows() == [
         (3, 0, 0, 43043, "C", 0.0, 0.0, "funasr-wss-serv"),
@@ -86,6 +80,6 @@ def test_old_pmon_header(tmp_path):
            "# Idx          #   C/G     %     %     %     %   name\n")
     rows = ("    0      12345     C    97    40     -     -   python\n"
             "    0      12399     C     2     1     -     -   python\n")
-    _f, _gpu, procs = _run(tmp_path, hdr + rows)
+    _f, _gpu, procs = gpu_tables(tmp_path, hdr + rows, "dmon.log")
     assert procs.sort("line").select("pid", "sm_pct", "mem_pct", "process", "seq").rows() == [
         (12345, 97.0, 40.0, "python", 0), (12399, 2.0, 1.0, "python", 0)]

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from forensics.ingest import ingest
-from tests.helpers import frame, write_run
+from tests.helpers import tables
 
 UTC = dt.timezone.utc
 
@@ -95,13 +94,8 @@ Fri Feb 28 20:48:48 2014·······
 """.replace("·", " ")  # · marks the trailing spaces nvidia-smi prints
 
 
-def _run(tmp_path, files):
-    run = ingest(write_run(tmp_path, files))
-    return frame(run, "files"), frame(run, "gpu"), frame(run, "gpu_procs")
-
-
 def test_driver_470_table_and_processes(tmp_path):
-    files, gpu, procs = _run(tmp_path, {"smi.txt": T470})
+    files, gpu, procs = tables(tmp_path, {"smi.txt": T470}, "files", "gpu", "gpu_procs")
     assert files.select("kind", "status").row(0) == ("nvsmi_table", "parsed")
     r = gpu.row(0, named=True)
     assert (r["line"], r["seq"], r["gpu"], r["name"], r["bus_id"]) == (9, 0, 0, "Tesla P100-PCIE...", "00000000:0D:00.0")
@@ -115,7 +109,7 @@ def test_driver_470_table_and_processes(tmp_path):
 
 
 def test_driver_535_and_410_layouts(tmp_path):
-    _f, gpu, procs = _run(tmp_path, {"a.txt": T535, "b.txt": T410})
+    _f, gpu, procs = tables(tmp_path, {"a.txt": T535, "b.txt": T410}, "files", "gpu", "gpu_procs")
     a = gpu.filter(file="a.txt").row(0, named=True)
     assert (a["fan_pct"], a["temperature_c"], a["pstate"], a["power_w"], a["memory_used_mib"]) == (0.0, 29.0, "P8", 38.0, 513.0)
     assert a["ts"] is None  # no ctime line above this table
@@ -127,7 +121,7 @@ def test_driver_535_and_410_layouts(tmp_path):
 
 
 def test_old_driver_mb_units_two_gpus(tmp_path):
-    _f, gpu, _ = _run(tmp_path, {"smi.txt": T325})
+    _f, gpu, _ = tables(tmp_path, {"smi.txt": T325}, "files", "gpu", "gpu_procs")
     assert gpu.sort("gpu").select("gpu", "bus_id", "fan_pct", "temperature_c", "memory_used_mib", "memory_total_mib",
                                   "utilization_gpu_pct", "power_w", "pstate").rows() == [
         (0, "00000000:03:00.0", 30.0, 29.0, 9.0, 4095.0, None, None, None),
@@ -136,7 +130,7 @@ def test_old_driver_mb_units_two_gpus(tmp_path):
 
 def test_err_cells_mark_a_fault(tmp_path):
     bad = T410.replace("| N/A   38C    P0    49W / 300W |", "|ERR!   38C    P0   ERR! / 300W |")
-    _f, gpu, _ = _run(tmp_path, {"smi.txt": bad})
+    _f, gpu, _ = tables(tmp_path, {"smi.txt": bad}, "files", "gpu", "gpu_procs")
     r = gpu.row(0, named=True)
     assert (r["fault"], r["fan_pct"], r["power_w"], r["temperature_c"]) == ("ERR!", None, None, 38.0)
 
@@ -152,7 +146,7 @@ def test_snapshots_pasted_in_a_training_log(tmp_path):
         + prefixed
         + "{'loss': 1.9, 'grad_norm': 1.1, 'learning_rate': 5e-05, 'epoch': 0.3}\n"
     )
-    files, gpu, procs = _run(tmp_path, {"train.log": log})
+    files, gpu, procs = tables(tmp_path, {"train.log": log}, "files", "gpu", "gpu_procs")
     assert files.select("kind", "status").row(0) == ("text_log", "parsed")
     assert gpu.sort("seq").select("line", "seq", "memory_used_mib", "utilization_gpu_pct").rows() == [
         (10, 0, 789.0, 1.0), (31, 1, 15873.0, 98.0)]
@@ -166,5 +160,5 @@ def test_no_running_processes_and_a_log_without_tables(tmp_path):
     t550 = T535.replace(
         "|    0   N/A  N/A      3494      G   /usr/lib/xorg/Xorg                          152MiB |",
         "|  No running processes found                                                           |")
-    _f, gpu, procs = _run(tmp_path, {"smi.txt": t550, "train.log": "{'loss': 2.5, 'epoch': 0.1}\n"})
+    _f, gpu, procs = tables(tmp_path, {"smi.txt": t550, "train.log": "{'loss': 2.5, 'epoch': 0.1}\n"}, "files", "gpu", "gpu_procs")
     assert gpu.height == 1 and procs.height == 0

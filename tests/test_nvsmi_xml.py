@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from forensics.ingest import ingest
-from tests.helpers import frame, write_run
+from tests.helpers import gpu_tables
 
 UTC = dt.timezone.utc
 
@@ -107,15 +106,10 @@ def _doc(stamp: str, used: str, thermal: str, dbe: str, pending: str) -> str:
 """
 
 
-def _run(tmp_path, text: str):
-    run = ingest(write_run(tmp_path, {"smi.xml": text}))
-    return frame(run, "files").row(0, named=True), frame(run, "gpu"), frame(run, "gpu_procs")
-
-
 def test_old_dtd_and_looped_documents(tmp_path):
     a = _doc("Sun Dec  1 15:30:44 2019", "944 MiB", "Not Active", "0", "No")
     b = _doc("Sun Dec  1 15:30:49 2019", "950 MiB", "Active", "3", "Yes")
-    f, gpu, procs = _run(tmp_path, a + b)
+    f, gpu, procs = gpu_tables(tmp_path, a + b, "smi.xml")
     assert (f["kind"], f["status"]) == ("nvsmi_xml", "parsed")
     rows = gpu.sort("seq").to_dicts()
     assert [(r["seq"], r["line"]) for r in rows] == [(0, 8), (1, a.count("\n") + 8)]
@@ -135,7 +129,7 @@ def test_old_dtd_and_looped_documents(tmp_path):
 
 def test_cut_off_last_document_is_partial(tmp_path):
     a = _doc("Sun Dec  1 15:30:44 2019", "944 MiB", "Not Active", "0", "No")
-    f, gpu, _ = _run(tmp_path, a + a[: len(a) // 2])
+    f, gpu, _ = gpu_tables(tmp_path, a + a[: len(a) // 2], "smi.xml")
     assert f["status"] == "partial" and "incomplete" in f["error"]
     assert gpu.height == 1
 
@@ -144,16 +138,16 @@ def test_entity_declarations_are_refused(tmp_path):
     bomb = ('<?xml version="1.0"?>\n<!DOCTYPE nvidia_smi_log [\n<!ENTITY a "aaaaaaaaaa">\n'
             '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">\n<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">\n]>\n'
             "<nvidia_smi_log><timestamp>&c;</timestamp><gpu id=\"00000000:01:00.0\"><product_name>x</product_name></gpu></nvidia_smi_log>\n")
-    f, gpu, _ = _run(tmp_path, bomb)
+    f, gpu, _ = gpu_tables(tmp_path, bomb, "smi.xml")
     assert (f["kind"], f["status"]) == ("nvsmi_xml", "failed")
     assert "entities" in f["error"] and gpu.height == 0
     external = ('<?xml version="1.0"?>\n<!DOCTYPE nvidia_smi_log [<!ENTITY x SYSTEM "file:///etc/passwd">]>\n'
                 "<nvidia_smi_log><gpu id=\"00000000:01:00.0\"><product_name>&x;</product_name></gpu></nvidia_smi_log>\n")
-    f2, gpu2, _ = _run(tmp_path / "b", external)
+    f2, gpu2, _ = gpu_tables(tmp_path / "b", external, "smi.xml")
     assert f2["status"] == "failed" and gpu2.height == 0
 
 
 def test_undefined_entity_is_a_parse_error_not_an_expansion(tmp_path):
     doc = _doc("Sun Dec  1 15:30:44 2019", "944 MiB", "Not Active", "0", "No").replace("GeForce GTX 1660 Ti", "&foo;")
-    f, gpu, _ = _run(tmp_path, doc)
+    f, gpu, _ = gpu_tables(tmp_path, doc, "smi.xml")
     assert f["status"] == "failed" and "malformed" in f["error"] and gpu.height == 0

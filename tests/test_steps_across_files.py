@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 
 import polars as pl
 
 from forensics.ingest import ingest
-from tests.helpers import frame, write_run
+from tests.helpers import frame, ingest_files, write_run
 
 
 def _megatron(it: int, sec: int) -> str:
@@ -26,13 +25,8 @@ def _watchdog(rank: int, sec: int) -> str:
             "NumelOut=9801523, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n")
 
 
-def _run(tmp_path, files: dict[str, str]):
-    root = write_run(tmp_path, files)
-    # glog stamps carry no year: the parser takes it from the file's mtime, so date the files as the run.
-    when = dt.datetime(2025, 6, 26, 7, 0, tzinfo=dt.timezone.utc).timestamp()
-    for rel in files:
-        os.utime(root / rel, (when, when))
-    return ingest(root)
+# glog stamps carry no year: the parser takes it from the file's mtime, so date the files as the run.
+RUN_DAY = dt.datetime(2025, 6, 26, 7, 0, tzinfo=dt.timezone.utc).timestamp()
 
 
 def _events(run) -> pl.DataFrame:
@@ -44,7 +38,7 @@ def test_stderr_event_takes_the_step_its_rank_had_reached_in_stdout(tmp_path):
     for rank in (0, 1):
         files[f"logs/rank{rank}.out"] = "".join(_megatron(it, s) for it, s in ((100 + rank, 10), (110, 20), (120 + rank, 30)))
         files[f"logs/rank{rank}.err"] = "some warning\n" + _watchdog(rank, 25 + 10 * rank)
-    run = _run(tmp_path, files)
+    run = ingest_files(tmp_path, files, mtime=RUN_DAY)
     # Megatron's own stamp follows a space (` [2025-06-26 06:14:10.123456] iteration ...`) and is read.
     loss = frame(run, "metrics").filter((pl.col("name") == "loss") & (pl.col("rank") == 0)).sort("step")
     assert loss.get_column("ts").dt.strftime("%H:%M:%S%.6f").to_list() == ["06:14:10.123456", "06:14:20.123456", "06:14:30.123456"]
@@ -63,7 +57,7 @@ def test_no_step_from_another_rank_nor_from_the_future(tmp_path):
         # rank 1's event comes before its first step line.
         "logs/rank1.err": _watchdog(1, 5),
     }
-    ev = _events(_run(tmp_path, files))
+    ev = _events(ingest_files(tmp_path, files, mtime=RUN_DAY))
     assert ev.get_column("rank").to_list() == [0, 1]
     assert ev.get_column("step").to_list() == [None, None]
 
@@ -74,7 +68,7 @@ def test_a_step_found_in_the_events_own_file_is_kept(tmp_path):
         # The same file's preceding iteration line (200 at :10) wins over the other file's later step.
         "logs/rank0.err": _megatron(200, 10) + _watchdog(0, 25),
     }
-    ev = _events(_run(tmp_path, files))
+    ev = _events(ingest_files(tmp_path, files, mtime=RUN_DAY))
     assert ev.get_column("step").to_list() == [200]
 
 
@@ -88,5 +82,5 @@ def test_year_less_stamps_take_the_year_of_the_logs_dated_stamps(tmp_path):
 
 
 def test_year_less_stamps_alone_take_the_files_mtime_year(tmp_path):
-    run = _run(tmp_path, {"logs/rank0.log": _watchdog(0, 25)})
+    run = ingest_files(tmp_path, {"logs/rank0.log": _watchdog(0, 25)}, mtime=RUN_DAY)
     assert _events(run).get_column("ts").dt.year().to_list() == [2025]

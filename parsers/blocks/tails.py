@@ -1,0 +1,66 @@
+"""Tracebacks whose opener a paste left out: frames, then the exception line."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import polars as pl
+from forensics.parsers.blocks.common import EXC_TYPE, FRAME, TB_START, WINDOW, block_text, event, opener_rows, rank_of
+
+# An exception line as Python prints it last in a traceback (a dotted class name ending in Error/Exception).
+_TAIL_EXC = r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt)(?::|$)"
+_TAIL_FRAME = re.compile(r'^\s+File "[^"]+", line \d+')
+_TAIL_CODE = re.compile(r"^\s{4}|^\s+[~^]+\s*$")
+
+
+def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dict]:
+    """Tracebacks whose opener the log lacks (a paste that starts at a frame): frames, then the exception.
+
+    `found` holds the blocks read before; an exception line inside one of them is that block's.
+    """
+    spans = [(r["line"], r["end_line"]) for r in found]
+    text = frame.get_column("text")
+    lines = frame.get_column("line")
+    events = []
+    for row, _ in opener_rows(frame, cand.filter(pl.col("msg").str.contains(_TAIL_EXC)), ""):
+        ln = int(row["line"])
+        if any(a <= ln <= b for a, b in spans):
+            continue  # the exception line of a block already reported
+        pos, msg = row["_pos"], row["msg"]
+        full = row["text"]
+        prefix = full[: len(full) - len(msg)] if full.endswith(msg) else ""
+        # Walk back over the frame and source lines of the same stream.
+        q, frames = pos - 1, []
+        while q >= 0 and pos - q <= WINDOW:
+            t = str(text[q])
+            if prefix and not t.startswith(prefix):
+                break
+            body = t[len(prefix) :]
+            if _TAIL_FRAME.match(body):
+                frames.append(body)
+            elif not _TAIL_CODE.match(body):
+                break
+            q -= 1
+        if not frames or TB_START.search(str(text[q]) if q >= 0 else ""):
+            continue  # not after frames, or the opener is there (a block the traceback pass reads)
+        fields: dict = {"frames": len(frames), "head_truncated": "true"}
+        fm = FRAME.match(frames[0])  # the walk went backwards: the first found is the last frame
+        if fm:
+            fields.update(file=fm.group("file"), line=fm.group("line"), function=fm.group("function"))
+        tm = EXC_TYPE.match(msg.strip())
+        fields["exc_type"] = tm.group("type") if tm else None
+        events.append(
+            event(
+                line=int(lines[q + 1]),
+                end_line=ln,
+                code="python_traceback",
+                severity="error",
+                message=msg.strip(),
+                text=block_text(text, np.arange(q + 1, pos + 1)),
+                fields=fields,
+                rank=row["rank"] if row["rank"] is not None else rank_of(prefix),
+                ts=row["ts"],
+            )
+        )
+    return events
