@@ -114,7 +114,7 @@ def test_near_misses_give_no_metrics(tmp_path):
 
 
 def test_bare_nan_inf_values_are_not_read_as_key_words(tmp_path):
-    # sample_logs/gradient-explosion and loss-scale-runaway-nearmiss print `grad_norm inf` mid-line
+    # sample_logs/gradient-explosion/no-clipping and loss-scale-runaway/nearmiss print `grad_norm inf` mid-line
     text = "step 80 loss 2.5 lr 2.400e-01 grad_norm inf\nstep 175 loss nan lr 1.000e-02 grad_norm inf loss_scale 65536.0\n"
     assert rows(tmp_path, text) == [
         (80, "loss", 2.5), (80, "lr", 0.24), (80, "grad_norm", float("inf")),

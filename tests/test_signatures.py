@@ -1147,7 +1147,7 @@ REAL_CASES = [
     ("cublas_single_quoted_call", "OBS YueLiao/CDN#29",
      "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling 'cublasSgemm( handle, opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)'",
      "cublas_error", "error", {"status": "CUBLAS_STATUS_EXECUTION_FAILED", "call": "cublasSgemm"}),
-    ("invalid_address_space_h100", "OBS recorded on an H100 (sample_logs/device-assert-illegal-h100): a Triton kernel's wild store",
+    ("invalid_address_space_h100", "OBS recorded on an H100 (sample_logs/device-assert/illegal-h100): a Triton kernel's wild store",
      "torch.AcceleratorError: CUDA error: operation not supported on global/shared address space",
      "illegal_memory_access", "error", {"form": "address_space"}),
     ("invalid_address_space_triton", "a Triton launch reporting the same fault (CUresult text through triton's driver)",
