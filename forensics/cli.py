@@ -58,7 +58,7 @@ def ingest(run: Path, out: Path | None, quiet: bool) -> None:
     """Parse every file of RUN into the evidence tables and write them as Parquet.
 
     \b
-    Example: forensics ingest sample_logs/cuda-oom -o /tmp/tables
+    Example: forensics ingest sample_logs/cuda-oom/oom-then-timeouts -o /tmp/tables
     """
     from forensics import cache
     from forensics.ingest import ingest as do_ingest
@@ -98,7 +98,7 @@ def analyze(run: Path, fmt: str, out: Path | None, fail_on: str | None, select: 
     """Diagnose RUN: root causes first, the chain under them, evidence, verify and fix.
 
     \b
-    Example: forensics analyze sample_logs/cuda-oom
+    Example: forensics analyze sample_logs/cuda-oom/oom-then-timeouts
     """
     from forensics.config import ConfigError, find_config, load_config, parse_set
     from forensics.contracts.context import Context
@@ -185,3 +185,35 @@ def playbooks_show(playbook_id: str) -> None:
         click.echo(f"forensics: error: no playbook {playbook_id!r} (see `forensics playbooks list`)", err=True)
         sys.exit(EXIT_ERROR)
     click.echo(render_doc(pbs[playbook_id]))
+
+
+@playbooks.command("new")
+@click.argument("playbook_id")
+@click.option("--category", required=True, help="one of the categories of `forensics playbooks list`")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="checkout to write into (default: the one forensics is installed from with `pip install -e`)")
+def playbooks_new(playbook_id: str, category: str, root: Path | None) -> None:
+    """Write a new playbook: its module with the declaration and doc sections, and a positive and a near-miss
+    case skeleton under sample_logs/ID/. Refuses an id that exists.
+
+    Example: forensics playbooks new gpu-oom-retry --category memory
+    """
+    import forensics.playbooks
+    from forensics.playbooks.base import registry
+    from forensics.scaffold import ScaffoldError, new_playbook
+
+    root = root or Path(forensics.playbooks.__file__).resolve().parent.parent
+    if not (root / "playbooks").is_dir() or not (root / "sample_logs").is_dir():
+        click.echo(f"forensics: error: {click.format_filename(root)} holds no playbooks/ and sample_logs/: "
+                   "run from a checkout installed with `pip install -e`, or give --root", err=True)
+        sys.exit(EXIT_ERROR)
+    try:
+        written = new_playbook(root, playbook_id, category, registry())
+    except ScaffoldError as exc:
+        click.echo(f"forensics: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    for path in written:
+        click.echo(f"wrote {click.format_filename(path.relative_to(root))}")
+    click.echo("next: fill the TODOs, put the positive run's files beside its expect.toml and the near miss's "
+               "beside its own, then `python -m pytest tests/test_samples.py tests/test_playbook_declaration.py` "
+               "(CONTRIBUTING.md walks through it)")

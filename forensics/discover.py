@@ -12,6 +12,9 @@ from forensics.sources import Source, make_source
 
 # Folders that never hold run evidence and can be huge.
 SKIP_DIRS = {".git", "__pycache__", ".forensics-cache"}
+# Files at the top of a run folder written about the run, not by it: a sample case's expectations
+# (sample_logs/<playbook>/<case>/expect.toml) sit beside the run they describe.
+SKIP_TOP_FILES = {"expect.toml"}
 
 
 @dataclass
@@ -91,6 +94,8 @@ def discover(root: Path) -> tuple[list[Source], list[Skipped]]:
                 rel = display_name(str(full.relative_to(root)))
                 skipped.append(Skipped(rel, "unrecognized", "symlink to a folder: not followed"))
         for name in sorted(filenames):
+            if name in SKIP_TOP_FILES and Path(dirpath) == root:
+                continue
             full = Path(dirpath) / name
             rel = display_name(str(full.relative_to(root)))
             try:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from forensics.contracts.model import Cause, Detection, Severity
@@ -14,6 +15,8 @@ if TYPE_CHECKING:
 
 # A detector reads the evidence tables through the context and returns what it saw (or nothing).
 Detector = Callable[["Context", dict], "Detection | Iterable[Detection] | None"]
+# A detector with the tables it reads.
+Registered = tuple[Detector, tuple[str, ...]]
 
 DOC_SECTIONS = ("Symptom", "Why it matters", "Evidence", "Known false positives")
 CATEGORIES = ("memory", "gradient", "distributed", "numerical", "performance", "data", "device", "autograd", "operations")
@@ -28,9 +31,13 @@ class Threshold:
     origin: str = ""
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class Playbook:
-    """One diagnosis of PLAYBOOKS.md, declared once; detectors may come from several modules."""
+    """One diagnosis of PLAYBOOKS.md, declared once; detectors may come from several modules.
+
+    Everything but `detectors` is fixed by the declaration: the instance is frozen, `thresholds` becomes a
+    read-only mapping, and the detector list becomes a tuple once every playbook module is loaded.
+    """
 
     id: str
     title: str
@@ -44,15 +51,26 @@ class Playbook:
     tables: tuple[str, ...] = ("events",)
     # Playbooks whose findings this one can explain (its consequences).
     explains: tuple[str, ...] = ()
-    thresholds: dict[str, Threshold] = field(default_factory=dict)
-    detectors: list[tuple[Detector, tuple[str, ...]]] = field(default_factory=list)
+    thresholds: Mapping[str, Threshold] = field(default_factory=dict)
+    # Every event code any of its detectors reads (tests/test_playbook_declaration.py checks the modules).
+    codes: tuple[str, ...] = ()
+    detectors: list[Registered] | tuple[Registered, ...] = field(default_factory=list)
     # Needs a second run (--baseline) to say anything.
     needs_baseline: bool = False
+
+    def __post_init__(self) -> None:
+        # Frozen dataclass: set the read-only views through object.__setattr__, once, here.
+        object.__setattr__(self, "thresholds", MappingProxyType(dict(self.thresholds)))
+        object.__setattr__(self, "codes", tuple(self.codes))
+        if len(set(self.codes)) != len(self.codes):
+            raise ValueError(f"{self.id}: an event code is declared twice in codes")
 
     def detector(self, tables: tuple[str, ...] | None = None) -> Callable[[Detector], Detector]:
         """Decorator adding a detector that reads `tables` (default: the playbook's tables)."""
 
         def wrap(fn: Detector) -> Detector:
+            if isinstance(self.detectors, tuple):
+                raise RuntimeError(f"{self.id}: detectors are added when the playbook modules load, not later")
             self.detectors.append((fn, tuple(tables or self.tables)))
             return fn
 
@@ -104,4 +122,6 @@ def registry() -> dict[str, Playbook]:
         for name in names:
             if name not in skip:
                 importlib.import_module(name)
+        for pb in _REGISTRY.values():
+            object.__setattr__(pb, "detectors", tuple(pb.detectors))
     return dict(sorted(_REGISTRY.items()))

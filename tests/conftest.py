@@ -8,6 +8,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_logs"
+# Cases of runs where no playbook may fire live under sample_logs/healthy/<case>/.
+HEALTHY = "healthy"
+
+
+def sample_cases(group: str) -> list[Path]:
+    """The case folders of one playbook id (or of HEALTHY): sample_logs/<group>/<case>/ with an expect.toml."""
+    return sorted(p.parent for p in (SAMPLES / group).glob("*/expect.toml"))
 CORPUS = ROOT.parent / "shared" / "corpus"
 
 

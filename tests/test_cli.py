@@ -132,7 +132,7 @@ def test_ingest_writes_parquet_and_counts_what_it_wrote(tmp_path):
     from tests.conftest import ROOT
 
     out = tmp_path / "tables"
-    res = CliRunner().invoke(main, ["ingest", str(ROOT / "sample_logs" / "cuda-oom-h100"), "-o", str(out), "-q"])
+    res = CliRunner().invoke(main, ["ingest", str(ROOT / "sample_logs" / "cuda-oom" / "h100"), "-o", str(out), "-q"])
     assert res.exit_code == 0, res.output
     rows = {name: pq.read_table(out / f"{name}.parquet").num_rows for name in ("events", "metrics", "gpu")}
     assert rows["metrics"] > 0 and rows["gpu"] == 98

@@ -23,7 +23,7 @@ def _fields(ev: pl.DataFrame, code: str, i: int = 0) -> dict:
 
 
 def test_oom_of_torch_2_11_with_this_process_sentence():
-    run = ingest(SAMPLES / "cuda-oom-h100")
+    run = ingest(SAMPLES / "cuda-oom" / "h100")
     ev = frame(run, "events")
     oom = ev.filter(pl.col("code") == "cuda_oom").row(0, named=True)
     f = json.loads(oom["fields"])
@@ -36,7 +36,7 @@ def test_oom_of_torch_2_11_with_this_process_sentence():
 
 
 def test_transformers_5_17_quoted_dicts_step_by_bar():
-    m = frame(ingest(SAMPLES / "cuda-oom-h100"), "metrics")
+    m = frame(ingest(SAMPLES / "cuda-oom" / "h100"), "metrics")
     first = m.filter(pl.col("step") == 1).select("name", "value").sort("name").rows()
     assert first == [("epoch", 0.003906), ("grad_norm", 1.536), ("loss", 10.47), ("lr", 0.0)]
     loss = m.filter(pl.col("name") == "loss").sort("step")
@@ -46,14 +46,14 @@ def test_transformers_5_17_quoted_dicts_step_by_bar():
 
 
 def test_healthy_trainer_eval_and_summary_rows():
-    m = frame(ingest(SAMPLES / "healthy-hf-trainer-h100"), "metrics")
+    m = frame(ingest(SAMPLES / "healthy" / "hf-trainer-h100"), "metrics")
     ev = m.filter(pl.col("name") == "eval_loss").sort("step").select("step", "value").rows()
     assert ev == [(20, 1.621), (40, 0.08889), (60, 0.04926)]
     assert m.filter(pl.col("name") == "loss").sort("step").get_column("value")[-1] == 0.0504
 
 
 def test_nvidia_smi_csv_of_driver_580_with_clocks_event_reasons():
-    run = ingest(SAMPLES / "cuda-oom-h100")
+    run = ingest(SAMPLES / "cuda-oom" / "h100")
     files = frame(run, "files").filter(pl.col("file") == "nvidia-smi.csv").row(0, named=True)
     assert (files["kind"], files["status"], files["rows"]) == ("nvsmi_query_csv", "parsed", 98)
     g = frame(run, "gpu").sort("line")
@@ -65,7 +65,7 @@ def test_nvidia_smi_csv_of_driver_580_with_clocks_event_reasons():
 
 
 def test_vectorized_gather_asserts_and_accelerator_error():
-    ev = _events("device-assert-h100")
+    ev = _events("device-assert/h100")
     asserts = ev.filter(pl.col("code") == "cuda_kernel_assert")
     assert asserts.height == 64 and asserts.get_column("line").min() == 15
     f = _fields(ev, "cuda_kernel_assert")
@@ -78,7 +78,7 @@ def test_vectorized_gather_asserts_and_accelerator_error():
 
 
 def test_nccl_2_28_stamped_warn_and_last_error_detail():
-    ev = _events("nccl-duplicate-gpu-h100")
+    ev = _events("nccl-timeout/duplicate-gpu-h100")
     dup = ev.filter(pl.col("code") == "nccl_duplicate_gpu").sort("line")
     # NCCL 2.28 stamps its WARN lines (`[2026-11-22 10:35:42] vm:683:683 [0] init.cc:904 NCCL WARN ...`).
     first = dup.row(0, named=True)
@@ -93,7 +93,7 @@ def test_nccl_2_28_stamped_warn_and_last_error_detail():
 
 
 def test_triton_wild_store_is_an_illegal_memory_access():
-    ev = _events("device-assert-illegal-h100")
+    ev = _events("device-assert/illegal-h100")
     ima = ev.filter(pl.col("code") == "illegal_memory_access").row(0, named=True)
     assert (ima["line"], ima["step"]) == (13, 30)
     assert ima["message"] == "torch.AcceleratorError: CUDA error: operation not supported on global/shared address space"
@@ -127,7 +127,7 @@ def test_nvidia_smi_580_outputs_agree_on_one_gpu():
 
 
 def test_kineto_trace_of_torch_2_11_on_h100():
-    run = ingest(SAMPLES / "host-device-sync-h100")
+    run = ingest(SAMPLES / "host-device-sync" / "h100")
     f = frame(run, "files").filter(pl.col("kind") == "kineto_trace").row(0, named=True)
     assert (f["file"], f["status"]) == ("h100_llama_bf16.pt.trace.json.gz", "parsed")
     spans = frame(run, "spans")
@@ -146,7 +146,7 @@ def test_leak_confirms_the_ooms_growth_cause():
     from forensics.contracts.context import Context
     from forensics.engine import analyze
 
-    a = analyze(Context(ingest(SAMPLES / "memory-leak-h100")))
+    a = analyze(Context(ingest(SAMPLES / "memory-leak" / "h100")))
     oom = next(f for f in a.findings if f.id == "cuda-oom")
     assert oom.explained_by == ["memory-leak"]
     # Its own numbers fit "demand above capacity" too (98 MiB free for 128 MiB), but the leak proves growth.

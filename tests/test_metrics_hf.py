@@ -8,7 +8,7 @@ from tests.metrics_util import NAN, full, metrics, rows
 
 
 def test_step_comes_from_the_bar_redrawn_after_the_dict(tmp_path):
-    # Raw bytes as transformers 5.23 wrote them (sample_logs/healthy-hf-trainer/train.log lines 3-6):
+    # Raw bytes as transformers 5.23 wrote them (sample_logs/healthy/hf-trainer/train.log lines 3-6):
     # the state before a dict is the previous step's refresh; the one after it is the dict's own step.
     bar = "\u2588"
     text = (

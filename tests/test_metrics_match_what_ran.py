@@ -16,7 +16,7 @@ from tests.helpers import frame
 
 @pytest.fixture(scope="module")
 def hf():
-    run = ingest(SAMPLES / "healthy-hf-trainer")
+    run = ingest(SAMPLES / "healthy" / "hf-trainer")
     return frame(run, "metrics"), frame(run, "files")
 
 
@@ -48,20 +48,20 @@ def test_hf_eval_and_end_of_training_rows(hf):
 def test_hf_trainer_state_rows_point_at_their_lines(hf):
     m, _ = hf
     state = m.filter(pl.col("file") == "trainer_state.json")
-    lines = (SAMPLES / "healthy-hf-trainer" / "trainer_state.json").read_text().split("\n")
+    lines = (SAMPLES / "healthy" / "hf-trainer" / "trainer_state.json").read_text().split("\n")
     for line, name in state.filter(pl.col("step") == 20).select("line", "name").iter_rows():
         key = {"lr": "learning_rate"}.get(name, name)
         assert lines[line - 1].startswith(f'      "{key}": ')
-    history = json.loads((SAMPLES / "healthy-hf-trainer" / "trainer_state.json").read_text())["log_history"]
+    history = json.loads((SAMPLES / "healthy" / "hf-trainer" / "trainer_state.json").read_text())["log_history"]
     want = [(e["step"], e["grad_norm"]) for e in history if "grad_norm" in e]
     assert state.filter(pl.col("name") == "grad_norm").select("step", "value").rows() == want
 
 
 def test_plain_loop_values_are_what_was_printed():
-    run = ingest(SAMPLES / "healthy-plain-loop")
+    run = ingest(SAMPLES / "healthy" / "plain-loop")
     m = frame(run, "metrics")
     printed = []
-    for line in (SAMPLES / "healthy-plain-loop" / "train.log").read_text().splitlines():
+    for line in (SAMPLES / "healthy" / "plain-loop" / "train.log").read_text().splitlines():
         g = re.fullmatch(r"step (\d+) loss (\S+) lr (\S+) grad_norm (\S+)", line)
         if g:
             s = int(g[1])
@@ -74,7 +74,7 @@ def test_plain_loop_values_are_what_was_printed():
 
 @pytest.fixture(scope="module")
 def gloo():
-    run = ingest(SAMPLES / "healthy-torchrun-gloo")
+    run = ingest(SAMPLES / "healthy" / "torchrun-gloo")
     return frame(run, "metrics"), frame(run, "files")
 
 
@@ -108,10 +108,10 @@ def test_torchrun_values_timestamps_and_allreduced_grad_norm(gloo):
 
 
 def test_lightning_bar_postfix_matches_csv_logger():
-    run = ingest(SAMPLES / "healthy-lightning")
+    run = ingest(SAMPLES / "healthy" / "lightning")
     m = frame(run, "metrics").filter(pl.col("file") == "train.log")
     loss = m.filter(pl.col("name") == "loss").select("step", "value").rows()
-    with open(SAMPLES / "healthy-lightning" / "csv" / "version_0" / "metrics.csv") as fh:
+    with open(SAMPLES / "healthy" / "lightning" / "csv" / "version_0" / "metrics.csv") as fh:
         logged = [(int(r["step"]) + 1, float(r["train_loss"])) for r in csv.DictReader(fh) if r["train_loss"]]
     # The bar shows each step's value with tqdm's `.3g`; the CSV has the full float (0-based step).
     assert [(s, float(f"{v:.3g}")) for s, v in logged] == loss
@@ -121,7 +121,7 @@ def test_lightning_bar_postfix_matches_csv_logger():
 
 
 def test_lightning_csv_logger_file():
-    run = ingest(SAMPLES / "healthy-lightning")
+    run = ingest(SAMPLES / "healthy" / "lightning")
     files = frame(run, "files")
     assert files.filter(pl.col("file") == "csv/version_0/metrics.csv").get_column("kind").to_list() == ["csv_metrics"]
     m = frame(run, "metrics").filter(pl.col("file") == "csv/version_0/metrics.csv")

@@ -22,7 +22,7 @@ def _finding(folder: str, pid: str):
 
 
 def test_low_utilization_median_and_window():
-    f = _finding("low-gpu-utilization", "low-gpu-utilization")
+    f = _finding("low-gpu-utilization/data-starved-h100", "low-gpu-utilization")
     # Judged over the training window of the log (start-up and shutdown idle excluded): ~25-30%.
     assert 20 <= f.facts["median_util_pct"] <= 35
     assert sorted(f.facts["per_gpu_median"]) == [0, 1, 2, 3]
@@ -33,7 +33,7 @@ def test_low_utilization_median_and_window():
 
 
 def test_throttling_names_gpu_reasons_clock_and_steps():
-    f = _finding("gpu-throttling", "gpu-throttling")
+    f = _finding("gpu-throttling/thermal-h100", "gpu-throttling")
     assert f.facts["gpu"] == 2 and f.facts["reasons"] == ["hw_thermal_slowdown", "sw_thermal_slowdown"]
     assert f.facts["sm_clock_usual_mhz"] == 1980.0 and 1185 <= f.facts["sm_clock_mhz"] <= 1410
     assert f.facts["step_ms_throttled"] > 1.3 * f.facts["step_ms_other"]
@@ -43,10 +43,10 @@ def test_throttling_names_gpu_reasons_clock_and_steps():
 
 
 @pytest.mark.parametrize("folder,needle", [
-    ("gpu-hardware-fault-ecc", "GPU 1: uncorrectable ECC errors (volatile) 0 -> 2"),
-    ("gpu-hardware-fault-ecc", "GPU 1: a page pending retirement"),
-    ("gpu-hardware-fault-lost-gpu", "GPU 5: nvidia-smi reports 'GPU is lost'"),
-    ("gpu-hardware-fault-lost-gpu", "GPU 5 missing from dmon (dmon.log)"),
+    ("gpu-hardware-fault/ecc", "GPU 1: uncorrectable ECC errors (volatile) 0 -> 2"),
+    ("gpu-hardware-fault/ecc", "GPU 1: a page pending retirement"),
+    ("gpu-hardware-fault/lost-gpu", "GPU 5: nvidia-smi reports 'GPU is lost'"),
+    ("gpu-hardware-fault/lost-gpu", "GPU 5 missing from dmon (dmon.log)"),
 ])
 def test_hardware_fault_symptoms(folder, needle):
     f = _finding(folder, "gpu-hardware-fault")
@@ -54,7 +54,7 @@ def test_hardware_fault_symptoms(folder, needle):
 
 
 def test_shared_gpu_and_mode_flip():
-    f = _finding("cuda-context-corruption-shared-gpu", "cuda-context-corruption")
+    f = _finding("cuda-context-corruption/shared-gpu", "cuda-context-corruption")
     symptoms = f.facts["symptoms"]
     assert any(s.startswith("GPU 0 ran 4 processes at once (PIDs 7301, 7302, 7303, 7304)") for s in symptoms), symptoms
     assert any(s.startswith("GPU 0 compute mode Default -> Exclusive_Process -> Default") for s in symptoms), symptoms
@@ -62,14 +62,14 @@ def test_shared_gpu_and_mode_flip():
 
 
 def test_memory_leak_slope():
-    f = _finding("memory-leak-gpu", "memory-leak")
+    f = _finding("memory-leak/gpu", "memory-leak")
     assert f.facts["gpu"] == 0 and f.facts["r2"] > 0.95
     # ~34 MiB/s simulated growth.
     assert 30 <= f.facts["slope_mib_per_s"] <= 38
 
 
 def test_oom_foreign_process_from_compute_apps():
-    f = _finding("cuda-oom-foreign-process", "cuda-oom")
+    f = _finding("cuda-oom/foreign-process", "cuda-oom")
     assert f.facts["foreign_gpu"] == 1 and f.facts["foreign_pids"] == [2718281] and f.facts["foreign_mib_nvsmi"] == 38912.0
     assert "foreign_process" in [c.cause.id for c in f.causes]
     foreign = next(c for c in f.causes if c.cause.id == "foreign_process")

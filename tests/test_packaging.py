@@ -40,7 +40,7 @@ def test_python_m_forensics_runs_beside_a_foreign_parsers_package(tmp_path):
         (tmp_path / name).mkdir()
         (tmp_path / name / "__init__.py").write_text("raise ImportError('the foreign package was imported')\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "forensics", "analyze", str(ROOT / "sample_logs" / "cuda-oom"), "--no-cache"],
+        [sys.executable, "-m", "forensics", "analyze", str(ROOT / "sample_logs" / "cuda-oom" / "oom-then-timeouts"), "--no-cache"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
@@ -49,7 +49,7 @@ def test_python_m_forensics_runs_beside_a_foreign_parsers_package(tmp_path):
 
 def test_a_grammar_change_in_a_subfolder_misses_the_cache(tmp_path, monkeypatch):
     grammar = Path(forensics.parsers.__file__).parent / "metric_grammars" / "generic.py"
-    run = ROOT / "sample_logs" / "cuda-oom"
+    run = ROOT / "sample_logs" / "cuda-oom" / "oom-then-timeouts"
     before = cache.fingerprint(run)
     original = grammar.read_bytes()
     try:

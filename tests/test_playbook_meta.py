@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+import tomllib
 
 import pytest
 from forensics.playbooks.base import CATEGORIES, DOC_SECTIONS, registry
 
 from forensics.contracts.model import ANY_PLAYBOOK
-from tests.conftest import ROOT, SAMPLES
+from tests.conftest import ROOT, sample_cases
 
 CATALOG = ROOT.parent / "shared" / "PLAYBOOKS.md"
 PBS = registry()
@@ -35,8 +36,6 @@ def test_declaration_is_complete(pid):
 
 
 def test_event_codes_used_by_playbooks_exist_in_the_signature_table():
-    import tomllib
-
     codes = {s["code"] for s in tomllib.loads((ROOT / "parsers" / "signatures.toml").read_text())["signature"]}
     codes |= {"python_traceback", "cpp_frames", "torchrun_child_failed_report", "nvidia_smi_table", "torchrun_error_file"}
     used = set()
@@ -48,8 +47,10 @@ def test_event_codes_used_by_playbooks_exist_in_the_signature_table():
 
 
 def test_positive_and_nearmiss_samples_exist():
-    names = {p.name for p in SAMPLES.iterdir() if p.is_dir()}
-    positive = [pid for pid in PBS if not any(n == pid or (n.startswith(pid + "-") and "nearmiss" not in n) for n in names)]
-    nearmiss = [pid for pid in PBS if not PBS[pid].needs_baseline and not any(n.startswith(pid) and "nearmiss" in n for n in names)]
+    # Found from the playbook: sample_logs/<id>/<case>/; a positive case expects the playbook to fire,
+    # a near miss looks like it and expects it quiet.
+    fires = {pid: [tomllib.loads((c / "expect.toml").read_text()).get("fires", []) for c in sample_cases(pid)] for pid in PBS}
+    positive = [pid for pid in PBS if not any(pid in f for f in fires[pid])]
+    nearmiss = [pid for pid in PBS if not PBS[pid].needs_baseline and not any(pid not in f for f in fires[pid])]
     assert not positive, positive
     assert not nearmiss, nearmiss

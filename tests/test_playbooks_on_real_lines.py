@@ -119,7 +119,7 @@ def _hang_run(tmp_path: Path, cancelled_at: str, status: str) -> Path:
     """The recorded silent-hang ranks (every rank stops at step 150, 05:47:08) with a Slurm stop instead of torchrun's."""
     root = tmp_path / "run"
     root.mkdir(parents=True)
-    for p in sorted((SAMPLES / "silent-hang").glob("rank*.log")):
+    for p in sorted((SAMPLES / "silent-hang" / "blocked-loader").glob("rank*.log")):
         shutil.copy(p, root / p.name)
     # Formats: slurmstepd's cancellation (Nextomics/NextDenovo#114) and srun's task report (desihub/desitarget#628).
     (root / "slurm-867816.out").write_text(

@@ -1,4 +1,4 @@
-"""Every run folder of sample_logs/ against its `<folder>.expect.toml`: which playbooks fire, which ranks first."""
+"""Every case of sample_logs/<playbook-id>/<case>/ against its expect.toml: exactly which playbooks fire, which ranks first."""
 
 from __future__ import annotations
 
@@ -6,14 +6,19 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from forensics.playbooks.base import registry
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Severity
 from forensics.engine import analyze
 from forensics.ingest import ingest
-from tests.conftest import SAMPLES
+from tests.conftest import HEALTHY, SAMPLES, sample_cases
 
-EXPECTS = sorted(SAMPLES.glob("*.expect.toml"))
+PBS = registry()
+# Found from the playbooks: a folder named for no playbook holds no case that runs.
+CASES = [case for group in [*PBS, HEALTHY] for case in sample_cases(group)]
+KEYS = {"description", "fires", "tolerate", "not_fire", "root", "first_cause", "onset_rank", "onset_step", "evidence",
+        "healthy", "baseline"}
 
 
 def _analysis(folder: Path, expect: dict):
@@ -23,19 +28,19 @@ def _analysis(folder: Path, expect: dict):
     return analyze(ctx)
 
 
-@pytest.mark.parametrize("expect_path", EXPECTS, ids=[p.name.removesuffix(".expect.toml") for p in EXPECTS])
-def test_sample(expect_path: Path):
-    expect = tomllib.loads(expect_path.read_text())
-    folder = SAMPLES / expect_path.name.removesuffix(".expect.toml")
-    assert folder.is_dir(), f"{folder} missing"
+@pytest.mark.parametrize("folder", CASES, ids=[f"{c.parent.name}/{c.name}" for c in CASES])
+def test_sample(folder: Path):
+    expect = tomllib.loads((folder / "expect.toml").read_text())
     a = _analysis(folder, expect)
     assert not a.errored, a.errored
     problems = [f for f in a.findings if f.severity > Severity.INFO]
     fired = {f.id for f in problems}
     if expect.get("healthy"):
         assert not problems, [(f.id, f.summary) for f in problems]
-    for pid in expect.get("fires", []):
-        assert pid in fired, (pid, [(f.id, f.summary) for f in problems])
+    # `fires` is exact: every one fires, and nothing else does unless listed under `tolerate`.
+    fires, tolerate = set(expect.get("fires", [])), set(expect.get("tolerate", []))
+    assert sorted(fires - fired) == [], [(f.id, f.summary) for f in problems]
+    assert sorted(fired - fires - tolerate) == [], [(f.id, f.summary) for f in problems if f.id not in fires]
     for pid in expect.get("not_fire", []):
         assert pid not in fired, [(f.id, f.summary) for f in problems if f.id == pid]
     if "root" in expect:
@@ -54,8 +59,25 @@ def test_sample(expect_path: Path):
         assert f.evidence and all(e.file and e.line >= 0 for e in f.evidence), f.id
 
 
-def test_every_sample_folder_has_an_expectation():
-    folders = {p.name for p in SAMPLES.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
-    expected = {p.name.removesuffix(".expect.toml") for p in EXPECTS}
-    baselines = {tomllib.loads(p.read_text()).get("baseline") for p in EXPECTS}
-    assert folders - expected - baselines == set()
+@pytest.mark.parametrize("folder", CASES, ids=[f"{c.parent.name}/{c.name}" for c in CASES])
+def test_expectation_is_well_formed(folder: Path):
+    expect = tomllib.loads((folder / "expect.toml").read_text())
+    assert set(expect) <= KEYS, set(expect) - KEYS
+    named = [*expect.get("fires", []), *expect.get("tolerate", []), *expect.get("not_fire", []), *([expect["root"]] if "root" in expect else [])]
+    assert set(named) <= set(PBS), set(named) - set(PBS)
+    assert not set(expect.get("tolerate", [])) & set(expect.get("fires", [])), "a tolerated playbook is not also expected"
+    assert expect.get("root", next(iter(expect.get("fires", [])), None)) in (*expect.get("fires", []), None)
+    if folder.parent.name == HEALTHY:
+        assert expect.get("healthy") and not expect.get("fires") and not expect.get("tolerate")
+    if expect.get("baseline"):
+        assert (SAMPLES / expect["baseline"]).is_dir(), expect["baseline"]
+
+
+def test_every_sample_folder_is_a_case_of_a_playbook():
+    # sample_logs/ holds one folder per playbook id (and healthy/), each of case folders with an expect.toml;
+    # folders starting with "_" hold baselines and the scripts that recorded the samples.
+    groups = {p.name for p in SAMPLES.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
+    assert groups - set(PBS) - {HEALTHY} == set()
+    cases = {p for g in groups for p in (SAMPLES / g).iterdir() if p.is_dir()}
+    assert sorted(str(p.relative_to(SAMPLES)) for p in cases - set(CASES)) == []
+    assert sorted(p.name for p in SAMPLES.iterdir() if p.is_file() and p.suffix == ".toml") == []

@@ -150,18 +150,18 @@ def test_rank_straggler_across_rank_traces(corpus, tmp_path):
 
 
 def test_autograd_race_overlap_and_threads():
-    hits = detect("autograd-race", SAMPLES / "autograd-race")
+    hits = detect("autograd-race", SAMPLES / "autograd-race" / "shared-model-trace")
     assert len(hits) == 1
     f = hits[0].facts
     assert f["threads"] == ["trainer-0", "trainer-1"] and f["overlap_share"] > 0.05
     assert f["calls_per_thread"] == {"trainer-0": 6, "trainer-1": 6}  # Tensor.backward calls (6 steps each)
     assert all(e.file == "viztracer.json.gz" for e in hits[0].evidence)
-    assert detect("autograd-race", SAMPLES / "autograd-race-nearmiss") == []
+    assert detect("autograd-race", SAMPLES / "autograd-race" / "nearmiss") == []
 
 
 def test_samples_host_sync_and_loader_numbers():
-    hits = detect("host-device-sync", SAMPLES / "host-device-sync")
+    hits = detect("host-device-sync", SAMPLES / "host-device-sync" / "item-per-microbatch")
     assert hits[0].facts["median_syncs_per_step"] == 16 and hits[0].facts["gpu_idle_after_sync_share"] is None
-    assert detect("host-device-sync", SAMPLES / "host-device-sync-nearmiss") == []
-    hits = detect("dataloader-bottleneck", SAMPLES / "dataloader-bottleneck")
+    assert detect("host-device-sync", SAMPLES / "host-device-sync" / "nearmiss") == []
+    hits = detect("dataloader-bottleneck", SAMPLES / "dataloader-bottleneck" / "profiler-trace")
     assert hits[0].facts["median_share"] > 0.5 and hits[0].facts["single_process_loader"]

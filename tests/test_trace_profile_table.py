@@ -14,8 +14,8 @@ def profile(run) -> pl.DataFrame:
 
 
 def test_real_cpu_table_from_a_recorded_log():
-    # sample_logs/dataloader-bottleneck/train.log: printed by torch 2.13 (record_traces.py).
-    c = profile(ingest(SAMPLES / "dataloader-bottleneck"))
+    # sample_logs/dataloader-bottleneck/profiler-trace/train.log: printed by torch 2.13 (record_traces.py).
+    c = profile(ingest(SAMPLES / "dataloader-bottleneck" / "profiler-trace"))
     tanh = {r["name"]: r["value"] for r in c.filter(pl.col("series") == "aten::tanh").to_dicts()}
     assert tanh["self_cpu_us"] == 224034.0 and tanh["self_cpu_pct"] == 27.16 and tanh["cpu_avg_us"] == 1750.0
     assert tanh["cpu_mem_bytes"] == 37.5 * 1024**2 and tanh["calls"] == 128

@@ -20,6 +20,7 @@ PLAYBOOK = declare(
         severity=Severity.HIGH,
         tables=("events", "spans"),
         explains=("nondeterminism", "nan-loss"),
+        codes=("backward_twice", "inplace_autograd_error", "python_traceback"),
         causes=(
             Cause("inplace_on_saved_tensor", "An in-place op changed a tensor that autograd saved for backward",
                   verify="torch.autograd.set_detect_anomaly(True) names the forward op whose saved tensor changed",

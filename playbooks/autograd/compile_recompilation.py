@@ -28,6 +28,7 @@ PLAYBOOK = declare(
         severity=Severity.MEDIUM,
         tables=("events",),
         explains=("step-time-regression",),
+        codes=("dynamo_graph_break", "dynamo_recompile", "dynamo_recompile_limit", "dynamo_recompile_reason"),
         causes=(
             Cause("dynamic_shapes", "Input shapes change between calls (sequence length, last batch), each new shape compiles again",
                   verify="TORCH_LOGS=recompiles shows the guard that failed (e.g. size mismatch at index 1)",

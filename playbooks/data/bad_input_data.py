@@ -28,6 +28,7 @@ PLAYBOOK = declare(
         severity=Severity.CRITICAL,
         tables=("events",),
         explains=("device-assert", "nan-loss", "nccl-timeout", "silent-hang"),
+        codes=("cuda_kernel_assert", "device_side_assert", "embedding_index_out_of_range", "target_out_of_bounds"),
         causes=(
             Cause("wrong_class_count", "Labels reach or exceed num_classes (or are negative, e.g. -1 padding not ignored)",
                   verify="print(labels.min(), labels.max(), num_classes) for the failing batch",

@@ -20,6 +20,7 @@ PLAYBOOK = declare(
         severity=Severity.MEDIUM,
         tables=("events",),
         explains=("bad-input-data", "device-assert"),
+        codes=("embedding_size_mismatch", "padding_side_warning", "sequence_length_warning"),
         causes=(
             Cause("different_tokenizer", "A different tokenizer (or added special tokens) than the model's embedding was built for",
                   verify="compare len(tokenizer) with model.get_input_embeddings().num_embeddings and the tokenizer files' hashes",

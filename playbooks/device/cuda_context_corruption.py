@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forensics.playbooks.base import Playbook, declare
+from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import detection, events, first_message, where
 
 from forensics.contracts.context import Context
@@ -18,6 +18,7 @@ PLAYBOOK = declare(
         severity=Severity.HIGH,
         tables=("events", "gpu", "gpu_procs"),
         explains=("nccl-timeout", "device-assert"),
+        codes=("cuda_busy_unavailable", "cuda_fork_reinit", "invalid_device_context", "invalid_resource_handle"),
         causes=(
             Cause("fork_after_cuda", "CUDA was initialised before fork (DataLoader workers or multiprocessing), so children use a stale context",
                   verify="Look for torch.cuda calls before DataLoader(num_workers>0) / multiprocessing.Process; 'Cannot re-initialize CUDA in forked subprocess'",
@@ -31,7 +32,9 @@ PLAYBOOK = declare(
         ),
         verify="nvidia-smi --query-compute-apps=pid,used_memory --format=csv -lms 100",
         fix="spawn instead of fork, per-thread device guards, one process per GPU",
-        thresholds={},
+        thresholds={
+            "min_shared_samples": Threshold(3, "samples of one GPU with two or more compute processes before it counts as shared (a restart overlaps for a moment)", "ours"),
+        },
         doc="""\
 ## Symptom
 `CUDA error: invalid resource handle`, `invalid device context`, `Cannot re-initialize CUDA in forked

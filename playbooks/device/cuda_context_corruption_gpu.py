@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import polars as pl
 from forensics.playbooks import gpu_samples as S
-from forensics.playbooks.base import Threshold
 from forensics.playbooks.device.cuda_context_corruption import PLAYBOOK
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Detection, Severity
 
-PLAYBOOK.thresholds.setdefault("min_shared_samples", Threshold(3, "samples of one GPU with two or more compute processes before it counts as shared (a restart overlaps for a moment)", "ours"))
 # Graphics (G) and MPS (M, M+C) entries legitimately share a GPU with the job.
 SHARED_TYPES_EXCLUDED = ["G", "M", "M+C"]
 

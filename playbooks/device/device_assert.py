@@ -19,6 +19,8 @@ PLAYBOOK = declare(
         severity=Severity.CRITICAL,
         tables=("events",),
         explains=("nccl-timeout", "silent-hang", "cuda-context-corruption"),
+        codes=("cuda_kernel_assert", "cuda_launch_failure", "device_side_assert", "illegal_instruction",
+               "illegal_memory_access", "misaligned_address"),
         causes=(
             Cause("index_out_of_range", "An index (label, token id, gather index) is outside its tensor's range",
                   verify="CUDA_LAUNCH_BLOCKING=1 python train.py (the traceback then points at the real op); check labels/ids against num_classes/vocab",

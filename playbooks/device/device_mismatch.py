@@ -19,6 +19,7 @@ PLAYBOOK = declare(
         severity=Severity.HIGH,
         tables=("events",),
         explains=("nccl-timeout",),
+        codes=("device_mismatch",),
         causes=(
             Cause("module_not_moved", "A module, buffer or freshly created tensor stayed on the CPU (or another GPU)",
                   verify="The traceback's last frame names the op; print the .device of each input there",

@@ -27,6 +27,8 @@ PLAYBOOK = declare(
         severity=Severity.CRITICAL,
         tables=("events",),
         explains=("nccl-timeout", "device-assert"),
+        codes=("cuda_arch_incompatible", "cuda_driver_insufficient", "cuda_driver_too_old", "cuda_init_failed",
+               "cuda_no_device", "no_kernel_image", "no_nvidia_driver", "nvml_driver_mismatch"),
         causes=(
             Cause("driver_too_old", "The NVIDIA driver is older than the CUDA runtime the wheel was built for",
                   verify="nvidia-smi (driver / max CUDA version) vs python -c 'import torch; print(torch.version.cuda)'",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import polars as pl
-from forensics.playbooks.base import Playbook, declare
+from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import detection, events, first_message
 from forensics.playbooks.fields import field
 
@@ -26,6 +26,8 @@ PLAYBOOK = declare(
         severity=Severity.CRITICAL,
         tables=("events", "gpu"),
         explains=("nccl-timeout", "silent-hang", "device-assert", "cuda-context-corruption", "rank-straggler"),
+        codes=("amdgpu_page_fault", "amdgpu_ring_timeout", "ecc_error", "gpu_fallen_off_bus", "gpu_init_failed",
+               "sxid", "xid"),
         causes=(
             Cause("failing_gpu", "The GPU's memory or chip is failing (uncorrectable ECC, row-remap failure, Xid 48/63/64/94/95)",
                   verify="nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER on the node; dmesg | grep -i xid",
@@ -39,7 +41,10 @@ PLAYBOOK = declare(
         ),
         verify="nvidia-smi -q -d ECC,PAGE_RETIREMENT; dmesg -T | grep -i xid",
         fix="Drain the node",
-        thresholds={},
+        thresholds={
+            "min_missing": Threshold(3, "samples of the other GPUs after a GPU's last one that make it missing (a cut-off last sample is not)", "ours"),
+            "min_present": Threshold(3, "samples a GPU must have had before its absence counts", "ours"),
+        },
         doc="""\
 ## Symptom
 Kernel log `NVRM: Xid (PCI:…): N, …` lines, `uncorrectable ECC error encountered`, `GPU has fallen

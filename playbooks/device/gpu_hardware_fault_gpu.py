@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import polars as pl
 from forensics.playbooks import gpu_samples as S
-from forensics.playbooks.base import Threshold
 from forensics.playbooks.device.gpu_hardware_fault import PLAYBOOK
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Detection
-
-PLAYBOOK.thresholds.setdefault("min_missing", Threshold(3, "samples of the other GPUs after a GPU's last one that make it missing (a cut-off last sample is not)", "ours"))
-PLAYBOOK.thresholds.setdefault("min_present", Threshold(3, "samples a GPU must have had before its absence counts", "ours"))
 
 
 def _counter_faults(g: pl.DataFrame) -> list[tuple[str, str, pl.DataFrame]]:

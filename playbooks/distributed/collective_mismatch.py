@@ -23,6 +23,9 @@ PLAYBOOK = declare(
         severity=Severity.HIGH,
         tables=("events",),
         explains=("nccl-timeout", "silent-hang"),
+        codes=("collective_mismatch", "gloo_error", "gloo_monitored_barrier_failed", "nccl_dump_signal",
+               "nccl_heartbeat_timeout", "nccl_watchdog_timeout", "nccl_work_status", "store_socket_timeout",
+               "store_timeout"),
         causes=(
             Cause("divergent_code_path", "A rank took a different code path (a collective inside a rank-dependent condition, early exit, extra eval step)",
                   verify="TORCH_DISTRIBUTED_DEBUG=DETAIL prints the collective fingerprint of each rank; compare per-rank SeqNum",

@@ -21,6 +21,8 @@ PLAYBOOK = declare(
         severity=Severity.HIGH,
         tables=("events", "metrics"),
         explains=("nccl-timeout", "collective-mismatch", "loss-spike"),
+        codes=("ddp_marked_ready_twice", "ddp_unused_parameter_list", "ddp_unused_parameters",
+               "fsdp_requires_grad_mismatch", "grad_norm_mismatch"),
         causes=(
             Cause("unused_parameters", "Some parameters get no gradient in a step (conditional branches, frozen heads), so DDP's reduction never completes",
                   verify="TORCH_DISTRIBUTED_DEBUG=DETAIL names the parameters that received no gradient",
@@ -36,6 +38,7 @@ PLAYBOOK = declare(
         fix="Wrap the model correctly; find_unused_parameters=True where parts are conditionally used",
         thresholds={
             "rel_diff": Threshold(1e-3, "relative difference between ranks of a metric that must agree after all-reduce (grad norm)", "ours; anchors.md"),
+            "min_points": Threshold(3, "consecutive common steps with ranks apart", "ours"),
         },
         doc="""\
 ## Symptom

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import polars as pl
 from forensics.playbooks import metric_series as M
-from forensics.playbooks.base import Threshold
 from forensics.playbooks.distributed.gradient_desync import PLAYBOOK
 
 from forensics.contracts.context import Context
@@ -13,7 +12,6 @@ from forensics.contracts.model import Detection
 # Series identical on every replica of a synchronised data-parallel run.
 MUST_AGREE = ("grad_norm", "param_norm", "params_norm", "parameter_norm", "weight_norm")
 
-PLAYBOOK.thresholds.setdefault("min_points", Threshold(3, "consecutive common steps with ranks apart", "ours"))
 
 
 @PLAYBOOK.detector(("metrics",))

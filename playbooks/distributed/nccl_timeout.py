@@ -39,6 +39,12 @@ PLAYBOOK = declare(
         severity=Severity.HIGH,
         tables=("events",),
         explains=(),
+        codes=("dist_network_error", "gloo_error", "gloo_monitored_barrier_failed", "nccl_comm_aborted",
+               "nccl_dump_signal", "nccl_duplicate_gpu", "nccl_error", "nccl_error_detail", "nccl_heartbeat_timeout",
+               "nccl_ib_completion_error", "nccl_ops_failed", "nccl_socket_connect_failed",
+               "nccl_unique_id_store_error", "nccl_warn", "nccl_watchdog_timeout", "nccl_work_status",
+               "store_connect_failed", "store_socket_timeout", "store_timeout", "torchrun_child_failed",
+               "torchrun_child_failed_report", "torchrun_worker_signal"),
         causes=(
             Cause("peer_died_first", "A peer rank failed first (its own error is the root cause); the others waited for it",
                   verify="Find the earliest error on any rank: forensics analyze lists it as the root",

@@ -23,6 +23,8 @@ PLAYBOOK = declare(
         severity=Severity.HIGH,
         tables=("events",),
         explains=("cuda-oom",),
+        codes=("accelerate_no_batch_size", "allocator_cache_flush", "cuda_oom", "memory_summary_alloc_retries",
+               "mps_oom"),
         causes=(
             Cause("variable_shapes", "Variable-shape batches (sequence lengths, image sizes) leave blocks the allocator cannot reuse",
                   verify="torch.cuda.memory_summary(): compare 'reserved' with 'allocated' and look at the inactive split blocks",

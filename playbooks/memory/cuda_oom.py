@@ -26,6 +26,7 @@ PLAYBOOK = declare(
         severity=Severity.CRITICAL,
         tables=("events",),
         explains=("nccl-timeout", "silent-hang", "rank-straggler", "checkpoint-failure"),
+        codes=("accelerate_no_batch_size", "cublas_error", "cuda_oom", "mps_oom", "oom_recovered"),
         causes=(
             Cause("demand_above_capacity", "The step needs more memory than the GPU has (batch, sequence length or an unsharded model)",
                   verify="Run one step with the same batch and print torch.cuda.max_memory_allocated(); compare with the capacity",
@@ -50,6 +51,7 @@ PLAYBOOK = declare(
             "foreign_share": Threshold(0.05, "memory held by other processes, as a share of capacity, that counts as a foreign-process cause", "PLAYBOOKS.md cuda-oom"),
             "fragmentation_share": Threshold(0.20, "reserved-but-unallocated memory as a share of capacity that points to fragmentation", "PLAYBOOKS.md allocator-fragmentation (>20%)"),
             "demand_share": Threshold(0.5, "requested allocation as a share of the memory free at failure above which demand, not fragmentation, is the cause", "ours"),
+            "proc_lookback_s": Threshold(600, "how long (s) before the OOM a process sample still describes the GPU at the failure", "ours"),
         },
         doc="""\
 ## Symptom

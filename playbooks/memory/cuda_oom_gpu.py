@@ -6,14 +6,11 @@ import datetime as dt
 
 import polars as pl
 from forensics.playbooks import gpu_samples as S
-from forensics.playbooks.base import Threshold
 from forensics.playbooks.fields import field, fmt_mib, size_mib
 from forensics.playbooks.memory.cuda_oom import OOM_CODES, PLAYBOOK
 
 from forensics.contracts.context import Context, evidence_rows, onset_of
 from forensics.contracts.model import Detection
-
-PLAYBOOK.thresholds.setdefault("proc_lookback_s", Threshold(600, "how long (s) before the OOM a process sample still describes the GPU at the failure", "ours"))
 
 
 def _oom_targets(ctx: Context, ev: pl.DataFrame, n_gpus: int) -> list[dict]:

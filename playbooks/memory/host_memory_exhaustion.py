@@ -41,6 +41,12 @@ PLAYBOOK = declare(
         severity=Severity.CRITICAL,
         tables=("events",),
         explains=("nccl-timeout", "silent-hang", "rank-straggler"),
+        codes=("cpu_alloc_failed", "dataloader_too_many_open_files", "dataloader_worker_bus_error",
+               "dataloader_worker_exited", "dataloader_worker_killed", "deepspeed_launcher_exit", "host_oom_killed",
+               "nccl_shm_attach_failed", "preemption_exit", "shared_memory_error", "slurm_job_cancelled",
+               "slurm_oom_kill", "slurm_task_failed", "spawn_process_exited", "too_many_open_files",
+               "torchrun_child_failed", "torchrun_child_failed_report", "torchrun_death_signal",
+               "torchrun_worker_signal"),
         causes=(
             Cause("small_shm", "/dev/shm is too small for the DataLoader's shared-memory tensors (containers default to 64 MB)",
                   verify="df -h /dev/shm inside the container",

@@ -31,6 +31,11 @@ PLAYBOOK = declare(
             "min_r2": Threshold(0.8, "goodness of fit (R²) of the linear trend of memory against step", "PLAYBOOKS.md memory-leak (good linear fit)"),
             "min_growth_share": Threshold(0.10, "total growth over the window as a share of the starting level (or of capacity for GPU memory)", "ours"),
             "min_points": Threshold(10, "samples needed before a trend is judged", "ours"),
+            # warmup_share and late_slope_share serve the gpu and the metrics detector alike (both modules used
+            # to add them, with two wordings; the gpu module loaded first, so its wording is the one kept).
+            "warmup_share": Threshold(0.1, "share of the training samples at the start left out: the caching allocator fills up there", "ours"),
+            "late_slope_share": Threshold(0.5, "slope over the last third as a share of the overall slope below which the growth has plateaued", "ours"),
+            "steady_util_pct": Threshold(50, "median utilisation (%) for the workload to count as steady (a busy GPU)", "ours"),
         },
         doc="""\
 ## Symptom

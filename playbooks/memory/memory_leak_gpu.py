@@ -5,15 +5,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 from forensics.playbooks import gpu_samples as S
-from forensics.playbooks.base import Threshold
 from forensics.playbooks.memory.memory_leak import PLAYBOOK
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Detection
-
-PLAYBOOK.thresholds.setdefault("warmup_share", Threshold(0.1, "share of the training samples at the start left out: the caching allocator fills up there", "ours"))
-PLAYBOOK.thresholds.setdefault("late_slope_share", Threshold(0.5, "slope over the last third as a share of the overall slope below which the growth has plateaued", "ours"))
-PLAYBOOK.thresholds.setdefault("steady_util_pct", Threshold(50, "median utilisation (%) for the workload to count as steady (a busy GPU)", "ours"))
 
 
 def _fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import polars as pl
 from forensics.playbooks import metric_series as M
-from forensics.playbooks.base import Threshold
 from forensics.playbooks.memory.memory_leak import PLAYBOOK
 
 from forensics.contracts.context import Context
@@ -14,8 +13,6 @@ from forensics.contracts.model import Detection
 MEMORY = r"(^|_)(mem|memory|rss|vram|allocated|reserved)(_|$)"
 NOT_MEMORY = r"util|percent|pct|bandwidth|_frac|share"
 
-PLAYBOOK.thresholds.setdefault("warmup_share", Threshold(0.1, "share of the samples at the start left out: the caching allocator fills up there", "ours"))
-PLAYBOOK.thresholds.setdefault("late_slope_share", Threshold(0.5, "slope over the last third as a share of the overall slope below which the growth has plateaued", "ours"))
 
 
 @PLAYBOOK.detector(("metrics",))

@@ -19,6 +19,7 @@ PLAYBOOK = declare(
         severity=Severity.HIGH,
         tables=("metrics", "events"),
         explains=("nan-loss", "loss-spike", "loss-stagnation"),
+        codes=("fp16_overflow", "loss_scale_min_reached"),
         causes=(
             Cause("range_exceeded", "Values in some layer exceed the float16 range (large activations or inputs), whatever the scale",
                   verify="Hook the forward pass and log each layer's max |activation| around the onset",

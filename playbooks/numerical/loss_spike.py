@@ -17,6 +17,7 @@ PLAYBOOK = declare(
         severity=Severity.MEDIUM,
         tables=("metrics",),
         explains=("nan-loss",),
+        codes=("fp16_overflow",),
         causes=(
             Cause("bad_batch", "One batch is corrupt or far out of distribution (an isolated spike that recovers)",
                   verify="Dump and inspect the batch of the spike step (labels, lengths, value ranges)",

@@ -27,6 +27,8 @@ PLAYBOOK = declare(
         severity=Severity.HIGH,
         tables=("metrics", "events"),
         explains=(),
+        codes=("anomaly_nan", "fp16_overflow", "loss_scale_min_reached", "megatron_nan_check",
+               "megatron_unexpected_result", "nan_loss_message", "nonfinite_logged_value", "nonfinite_metric_stop"),
         causes=(
             Cause("bad_batch", "A batch with NaN/Inf (or out-of-range) inputs: the loss turns NaN at once, with no build-up",
                   verify="Dump the batch of the onset step: torch.isfinite(x).all(), label ranges",

@@ -29,6 +29,12 @@ PLAYBOOK = declare(
         thresholds={
             "util_median": Threshold(50, "median GPU utilisation (%) during the training window below which the GPU counts as underused", "PLAYBOOKS.md low-gpu-utilization (target >70%)"),
             "trim_share": Threshold(0.1, "share of samples at the start and end of the window excluded as start-up and shutdown", "ours"),
+            "min_samples": Threshold(20, "samples of a GPU during training needed before its utilisation is judged", "ours"),
+            "idle_pct": Threshold(10, "utilisation (%) at or below which a sample counts as idle (waiting)", "ours"),
+            "busy_pct": Threshold(70, "utilisation (%) at or above which a sample counts as busy", "PLAYBOOKS.md low-gpu-utilization (target >70%)"),
+            "bursty_iqr_pct": Threshold(20, "interquartile range of utilisation (percentage points) above which the load comes in bursts (waiting for input) rather than steadily", "ours"),
+            "unused_mib": Threshold(1024, "memory used (MiB) below which a GPU is taken as not used by the job at all", "ours"),
+            "trace_min_steps": Threshold(3, "profiled steps with device activity needed before judging a trace", "ours"),
         },
         doc="""\
 ## Symptom

@@ -4,17 +4,10 @@ from __future__ import annotations
 
 import polars as pl
 from forensics.playbooks import gpu_samples as S
-from forensics.playbooks.base import Threshold
 from forensics.playbooks.performance.low_gpu_utilization import PLAYBOOK
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Detection
-
-PLAYBOOK.thresholds.setdefault("min_samples", Threshold(20, "samples of a GPU during training needed before its utilisation is judged", "ours"))
-PLAYBOOK.thresholds.setdefault("idle_pct", Threshold(10, "utilisation (%) at or below which a sample counts as idle (waiting)", "ours"))
-PLAYBOOK.thresholds.setdefault("busy_pct", Threshold(70, "utilisation (%) at or above which a sample counts as busy", "PLAYBOOKS.md low-gpu-utilization (target >70%)"))
-PLAYBOOK.thresholds.setdefault("bursty_iqr_pct", Threshold(20, "interquartile range of utilisation (percentage points) above which the load comes in bursts (waiting for input) rather than steadily", "ours"))
-PLAYBOOK.thresholds.setdefault("unused_mib", Threshold(1024, "memory used (MiB) below which a GPU is taken as not used by the job at all", "ours"))
 
 
 def _util(df: pl.DataFrame) -> pl.DataFrame:

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import polars as pl
 from forensics.playbooks import trace_spans as S
-from forensics.playbooks.base import Threshold
 from forensics.playbooks.performance.low_gpu_utilization import PLAYBOOK
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Detection
-
-PLAYBOOK.thresholds.setdefault("trace_min_steps", Threshold(3, "profiled steps with device activity needed before judging a trace", "ours"))
 
 
 def step_busy(sp: pl.DataFrame) -> pl.DataFrame:

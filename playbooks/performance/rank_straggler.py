@@ -28,6 +28,9 @@ PLAYBOOK = declare(
         thresholds={
             "slow_ratio": Threshold(1.2, "a rank's median step time relative to the median of all ranks", "ours; anchors.md straggler"),
             "min_steps": Threshold(5, "steps per rank needed before comparing", "ours"),
+            "min_gap_ms": Threshold(1.0, "smallest absolute gap (ms) between the slow rank's median and the others' that counts", "ours; CPU timer noise"),
+            "trace_min_steps": Threshold(2, "ProfilerSteps that rank traces must share before they are compared", "ours"),
+            "wait_share": Threshold(0.1, "extra NCCL time per step of the other ranks, as a share of step time, that marks the rank they wait for", "ours; HTA get_potential_stragglers"),
         },
         doc="""\
 ## Symptom

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import polars as pl
 from forensics.playbooks import metric_series as M
-from forensics.playbooks.base import Threshold
 from forensics.playbooks.performance.rank_straggler import PLAYBOOK
 
 from forensics.contracts.context import Context
@@ -15,7 +14,6 @@ from forensics.contracts.model import Detection
 TIMES = r"step_time|compute|fwd|bwd|forward|backward|iter_time|data_time|batch_time|time_ms|elapsed"
 NOT_TIMES = r"comm|wait|all_?reduce|sync|eta|total|wall|per_s"
 
-PLAYBOOK.thresholds.setdefault("min_gap_ms", Threshold(1.0, "smallest absolute gap (ms) between the slow rank's median and the others' that counts", "ours; CPU timer noise"))
 
 
 @PLAYBOOK.detector(("metrics",))

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import polars as pl
 from forensics.playbooks import trace_spans as S
-from forensics.playbooks.base import Threshold
 from forensics.playbooks.performance.rank_straggler import PLAYBOOK
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Detection
-
-PLAYBOOK.thresholds.setdefault("trace_min_steps", Threshold(2, "ProfilerSteps that rank traces must share before they are compared", "ours"))
-PLAYBOOK.thresholds.setdefault("wait_share", Threshold(0.1, "extra NCCL time per step of the other ranks, as a share of step time, that marks the rank they wait for", "ours; HTA get_potential_stragglers"))
 
 
 def rank_steps(sp: pl.DataFrame) -> pl.DataFrame:

@@ -14,6 +14,7 @@ PLAYBOOK = declare(
         severity=Severity.MEDIUM,
         tables=("metrics", "spans"),
         explains=(),
+        codes=("allocator_cache_flush", "memory_summary_alloc_retries"),
         causes=(
             Cause("gc_or_checkpoint", "Periodic stalls: garbage collection, checkpoint saving, evaluation",
                   verify="Do the slow steps line up with save/eval steps or gc.collect?",
@@ -25,6 +26,9 @@ PLAYBOOK = declare(
                   fix="Fix cooling/power; move the job", prior=0.25, playbook="gpu-throttling"),
             Cause("straggler", "One rank slows everyone", verify="Per-rank step times", fix="See rank-straggler", prior=0.2,
                   playbook="rank-straggler"),
+            Cause("growing_work", "Each step does more work than the last (a cache, queue or history that grows without bound)",
+                  verify="Profile an early and a late step and compare where the time goes",
+                  fix="Bound the structure (a capped queue), or compute the statistic incrementally", prior=0.3),
         ),
         verify="Plot per-step time; correlate with checkpoints, memory and clocks",
         fix="As the ranked cause says",
@@ -32,6 +36,13 @@ PLAYBOOK = declare(
             "rise_ratio": Threshold(1.3, "late-run median step time relative to early-run median that counts as a regression", "ours"),
             "outlier_mads": Threshold(5, "robust z-score (MADs above the rolling median) of an outlier step", "PLAYBOOKS.md loss-spike style; anchors.md"),
             "min_steps": Threshold(20, "steps needed before judging a trend", "ours"),
+            "min_r2": Threshold(0.5, "goodness of fit of the linear trend for a steady rise", "ours"),
+            "min_outliers": Threshold(10, "outlier steps needed (and 5% of steps)", "anchors.md SMD StepOutlier (> 10 outliers), with median/MAD instead of mean/sigma"),
+            "min_step_ms": Threshold(10, "median step time below which outliers are not judged (timer and scheduler jitter dominate)", "ours"),
+            "outlier_ratio": Threshold(2.0, "an outlier step also takes at least this many times the rolling median", "ours"),
+            "warmup_points": Threshold(3, "first logged steps left out (compilation, warm-up)", "ours"),
+            "trace_min_steps": Threshold(5, "profiled steps a trace needs before its step times are judged", "ours (torch.profiler schedules record a few active steps)"),
+            "trace_outlier_ratio": Threshold(3.0, "a profiled step this many times the trace's median step time is an outlier", "ours"),
         },
         doc="""\
 ## Symptom

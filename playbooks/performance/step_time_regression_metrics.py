@@ -4,25 +4,12 @@ from __future__ import annotations
 
 import polars as pl
 from forensics.playbooks import metric_series as M
-from forensics.playbooks.base import Threshold
 from forensics.playbooks.evidence import events
 from forensics.playbooks.memory.allocator_fragmentation import PRESSURE_CODES
 from forensics.playbooks.performance.step_time_regression import PLAYBOOK
 
 from forensics.contracts.context import Context, evidence_rows
-from forensics.contracts.model import Cause, Detection
-
-PLAYBOOK.thresholds.setdefault("min_r2", Threshold(0.5, "goodness of fit of the linear trend for a steady rise", "ours"))
-PLAYBOOK.thresholds.setdefault("min_outliers", Threshold(10, "outlier steps needed (and 5% of steps)", "anchors.md SMD StepOutlier (> 10 outliers), with median/MAD instead of mean/sigma"))
-PLAYBOOK.thresholds.setdefault("min_step_ms", Threshold(10, "median step time below which outliers are not judged (timer and scheduler jitter dominate)", "ours"))
-PLAYBOOK.thresholds.setdefault("outlier_ratio", Threshold(2.0, "an outlier step also takes at least this many times the rolling median", "ours"))
-PLAYBOOK.thresholds.setdefault("warmup_points", Threshold(3, "first logged steps left out (compilation, warm-up)", "ours"))
-if not any(c.id == "growing_work" for c in PLAYBOOK.causes):
-    PLAYBOOK.causes = PLAYBOOK.causes + (
-        Cause("growing_work", "Each step does more work than the last (a cache, queue or history that grows without bound)",
-              verify="Profile an early and a late step and compare where the time goes",
-              fix="Bound the structure (a capped queue), or compute the statistic incrementally", prior=0.3),
-    )
+from forensics.contracts.model import Detection
 
 
 @PLAYBOOK.detector(("metrics",))

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import polars as pl
 from forensics.playbooks import trace_spans as S
-from forensics.playbooks.base import Threshold
 from forensics.playbooks.performance.step_time_regression import PLAYBOOK
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Detection
-
-PLAYBOOK.thresholds.setdefault("trace_min_steps", Threshold(5, "profiled steps a trace needs before its step times are judged", "ours (torch.profiler schedules record a few active steps)"))
-PLAYBOOK.thresholds.setdefault("trace_outlier_ratio", Threshold(3.0, "a profiled step this many times the trace's median step time is an outlier", "ours"))
 
 
 @PLAYBOOK.detector(("spans",))

@@ -1,7 +1,7 @@
 """Record tokenizer-mismatch-checkpoint: a checkpoint saved with a 34-token vocabulary loaded into a model
 built for a tokenizer that gained two special tokens (36): torch's real load_state_dict size-mismatch error.
 
-Run: /work/recvenv/bin/python sample_logs/_scripts/crash_tokenizer_checkpoint.py > sample_logs/tokenizer-mismatch-checkpoint/train.log 2>&1
+Run: /work/recvenv/bin/python sample_logs/_scripts/crash_tokenizer_checkpoint.py > sample_logs/tokenizer-mismatch/checkpoint/train.log 2>&1
 """
 
 import logging

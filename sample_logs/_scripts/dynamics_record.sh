@@ -1,5 +1,5 @@
 #!/bin/sh
-# Records the training-dynamics samples sample_logs/<playbook-id>[-nearmiss]/ with /work/recvenv
+# Records the training-dynamics samples sample_logs/<playbook-id>/<case>/ (cases.tsv) with /work/recvenv
 # (torch CPU, transformers, peft). Usage: dynamics_record.sh [NAME ...]  (default: every sample).
 # Each run's stdout+stderr is the sample's train.log (console.log for the torchrun ones); the HF Trainer
 # runs add trainer_state.json; nondeterminism runs twice, the second run going to _baselines/<name>/.
@@ -9,26 +9,32 @@ scripts="$here/_scripts"
 py=/work/recvenv/bin/python
 export OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
 
-fresh() { rm -rf "$1" && mkdir -p "$1"; }
+# fresh DIR: an empty folder, keeping a case's expect.toml.
+fresh() { mkdir -p "$1" && find "$1" -mindepth 1 -maxdepth 1 ! -name expect.toml -exec rm -rf {} +; }
+# case_dir NAME: the case folder of a recording scenario (cases.tsv); an unknown name stops the script.
+case_dir() {
+  awk -F '\t' -v n="$1" '$1 == n { print $2; f = 1 } END { exit !f }' "$scripts/cases.tsv" \
+    || { echo "no case folder for $1 in cases.tsv" >&2; kill -TERM $$; exit 2; }
+}
 
-# rec NAME SCRIPT ARGS...: one single-process run into sample_logs/NAME/train.log (a failing run is a sample too).
+# rec NAME SCRIPT ARGS...: one single-process run into its case folder's train.log (a failing run is a sample too).
 rec() {
   name=$1; script=$2; shift 2
-  out="$here/$name"; fresh "$out"
+  out="$here/$(case_dir "$name")"; fresh "$out"
   (cd "$scripts" && "$py" "$script" "$@" > "$out/train.log" 2>&1) || true
 }
 
 # dist NAME SCENARIO: a 2-rank gloo run under torchrun, as healthy-torchrun-gloo records it.
 dist() {
-  out="$here/$1"; fresh "$out"
+  out="$here/$(case_dir "$1")"; fresh "$out"
   (cd "$out" && /work/recvenv/bin/torchrun --nproc_per_node=2 --master_port=29561 --rdzv-id="$2" \
      --log-dir logs --tee 3 "$scripts/dynamics_dist.py" "$2" > console.log 2>&1) || true
 }
 
 # twice NAME KIND: the nondeterminism run and its baseline (same seed, same config).
 twice() {
-  fresh "$here/$1"; fresh "$here/_baselines/$1"
-  (cd "$scripts" && "$py" dynamics_nondeterminism.py "$2" > "$here/$1/train.log" 2>&1)
+  out="$here/$(case_dir "$1")"; fresh "$out"; fresh "$here/_baselines/$1"
+  (cd "$scripts" && "$py" dynamics_nondeterminism.py "$2" > "$out/train.log" 2>&1)
   (cd "$scripts" && "$py" dynamics_nondeterminism.py "$2" > "$here/_baselines/$1/train.log" 2>&1)
 }
 
@@ -38,10 +44,10 @@ one() {
   nm=""; case "$1" in *-nearmiss) nm="-nearmiss" ;; esac
   case "$1" in
     gradient-explosion*|vanishing-gradient*|clipping-saturation*) rec "$1" dynamics_gradient.py "$1" ;;
-    nan-loss-hf) rec "$1" dynamics_numerical.py nan-loss-hf "$here/$1" ;;
+    nan-loss-hf) rec "$1" dynamics_numerical.py nan-loss-hf "$here/$(case_dir "$1")" ;;
     nan-loss*|fp16-overflow*|loss-scale-runaway*|loss-spike*|optimizer-state-drift*|logit-saturation*)
       rec "$1" dynamics_numerical.py "$1" ;;
-    loss-stagnation*|lora-silent-zero*) rec "$1" dynamics_lm.py "$1" "$here/$1" ;;
+    loss-stagnation*|lora-silent-zero*) rec "$1" dynamics_lm.py "$1" "$here/$(case_dir "$1")" ;;
     lr-schedule-anomaly*|class-imbalance*) rec "$1" dynamics_perf.py "$1" ;;
     dataloader-bottleneck-metriclogger*) rec "$1" dynamics_perf.py "dataloader-bottleneck$nm" ;;
     step-time-regression-bank*) rec "$1" dynamics_perf.py "step-time-regression$nm" ;;

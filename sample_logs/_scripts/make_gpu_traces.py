@@ -151,10 +151,10 @@ def ddp(path: Path, overlap: bool) -> None:
 
 def main() -> None:
     out = Path(sys.argv[1])
-    launch_bound(out / "kernel-launch-bound" / "rank0.pt.trace.json.gz", kernel_us=2.1, launch_us=7.5, ops=300)
-    launch_bound(out / "kernel-launch-bound-nearmiss" / "rank0.pt.trace.json.gz", kernel_us=12.0, launch_us=7.5, ops=300)
-    ddp(out / "comm-compute-no-overlap" / "rank0.pt.trace.json.gz", overlap=False)
-    ddp(out / "comm-compute-no-overlap-nearmiss" / "rank0.pt.trace.json.gz", overlap=True)
+    launch_bound(out / "kernel-launch-bound" / "small-ops-trace" / "rank0.pt.trace.json.gz", kernel_us=2.1, launch_us=7.5, ops=300)
+    launch_bound(out / "kernel-launch-bound" / "nearmiss" / "rank0.pt.trace.json.gz", kernel_us=12.0, launch_us=7.5, ops=300)
+    ddp(out / "comm-compute-no-overlap" / "ddp-trace" / "rank0.pt.trace.json.gz", overlap=False)
+    ddp(out / "comm-compute-no-overlap" / "nearmiss" / "rank0.pt.trace.json.gz", overlap=True)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Re-records the crash-playbook sample folders (sample_logs/<id>*/). Usage: record_crash.sh NAME...
+# Re-records the crash-playbook sample cases (sample_logs/<id>/<case>/, named in cases.tsv). Usage: record_crash.sh NAME...
 # Needs the recording venv (torch CPU, transformers, peft, accelerate): PY=/work/recvenv/bin/python.
 # Every sample is a real run on CPU (gloo for multi-rank); where a playbook's evidence only exists on a
 # GPU, the script prints the GPU text at the moment the CPU run hits the equivalent event (see each script).
@@ -10,7 +10,17 @@ PY="${PY:-/work/recvenv/bin/python}"
 TORCHRUN="$(dirname "$PY")/torchrun"
 export PYTHONDONTWRITEBYTECODE=1
 
-fresh() { rm -rf "$ROOT/$1"; mkdir -p "$ROOT/$1"; echo "$ROOT/$1"; }
+# case_dir NAME: the case folder of a recording scenario (cases.tsv); an unknown name stops the script.
+case_dir() {
+  awk -F '\t' -v n="$1" '$1 == n { print $2; f = 1 } END { exit !f }' "$S/cases.tsv" \
+    || { echo "no case folder for $1 in cases.tsv" >&2; kill -TERM $$; exit 2; }
+}
+# fresh NAME: empty the case folder (its expect.toml stays) and print its path.
+fresh() {
+  local d; d="$ROOT/$(case_dir "$1")" || exit 2
+  mkdir -p "$d" && find "$d" -mindepth 1 -maxdepth 1 ! -name expect.toml -exec rm -rf {} +
+  echo "$d"
+}
 
 rec_cuda_oom() {
   # 4 ranks; rank 3 OOMs in step 121 and stays alive (non-daemon thread); ranks 0-2 hit the 10-minute

@@ -9,11 +9,11 @@ rec() {  # scenario folder
     # VizTracer traces are mostly embedded source text (file_info): store them gzipped.
     if [ -f "$here/$2/viztracer.json" ]; then gzip -9f "$here/$2/viztracer.json"; fi
 }
-rec dataloader-slow dataloader-bottleneck
-rec dataloader-light dataloader-bottleneck-nearmiss
-rec item-sync host-device-sync
-rec item-sync-rare host-device-sync-nearmiss
-rec healthy healthy-trace-profiler
-rec race autograd-race
-rec race-locked autograd-race-nearmiss
-rec viz-healthy healthy-trace-viztracer
+rec dataloader-slow dataloader-bottleneck/profiler-trace
+rec dataloader-light dataloader-bottleneck/nearmiss
+rec item-sync host-device-sync/item-per-microbatch
+rec item-sync-rare host-device-sync/nearmiss
+rec healthy healthy/trace-profiler
+rec race autograd-race/shared-model-trace
+rec race-locked autograd-race/nearmiss
+rec viz-healthy healthy/trace-viztracer
