@@ -30,21 +30,19 @@ def init_worker() -> None:
 
 
 def _fault(rel: str) -> None:
-    """Fault injection for tests of the executors: FORENSICS_SCAN_FAULT=crash|hang|memory:GLOB."""
-    spec = os.environ.get("FORENSICS_SCAN_FAULT")
-    if not spec or ":" not in spec:
-        return
-    what, pattern = spec.split(":", 1)
-    if not fnmatch.fnmatch(rel, pattern):
-        return
-    if what == "crash":
-        os._exit(70)  # dies like a segfaulting parser would: no exception, no answer
-    if what == "hang":
-        time.sleep(3600)
-    if what == "memory":
-        hog = []
-        while True:
-            hog.append(bytearray(64 * 1024 * 1024))
+    """Fault injection for tests of the executors: FORENSICS_SCAN_FAULT="crash:GLOB;hang:GLOB;memory:GLOB"."""
+    for spec in os.environ.get("FORENSICS_SCAN_FAULT", "").split(";"):
+        what, _, pattern = spec.partition(":")
+        if not pattern or not fnmatch.fnmatch(rel, pattern):
+            continue
+        if what == "crash":
+            os._exit(70)  # dies like a segfaulting parser would: no exception, no answer
+        if what == "hang":
+            time.sleep(3600)
+        if what == "memory":
+            hog = []
+            while True:
+                hog.append(bytearray(b"x" * (64 * 1024 * 1024)))  # touched pages: real resident memory
 
 
 def _read_for_hosts(src) -> bytes:
