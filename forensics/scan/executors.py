@@ -7,7 +7,6 @@ import multiprocessing as mp
 import os
 import signal
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection, wait
 
@@ -15,16 +14,10 @@ from multiprocessing.connection import Connection, wait
 _TICK = 0.2
 
 
-def _error_text(exc: BaseException) -> str:
-    where = traceback.extract_tb(exc.__traceback__)
-    at = f" (in {os.path.basename(where[-1].filename)}:{where[-1].lineno})" if where else ""
-    return f"{type(exc).__name__}: {exc}{at}"
-
-
 def _serve(conn: Connection) -> None:
     """Worker main loop: task in, ("ok", result) or ("error", text) out, until the parent closes the pipe."""
     # Imported here, not at module level: polars must see POLARS_MAX_THREADS before its first import.
-    from forensics.scan.worker import analyze_run, init_worker
+    from forensics.scan.worker import init_worker, run_task
 
     init_worker()
     while True:
@@ -32,12 +25,7 @@ def _serve(conn: Connection) -> None:
             task = conn.recv()
         except (EOFError, OSError):
             return
-        try:
-            answer = ("ok", analyze_run(task))
-        except MemoryError:
-            answer = ("error", "out of memory (MemoryError)")
-        except Exception as exc:  # noqa: BLE001 - any failure of one run is that run's row
-            answer = ("error", _error_text(exc))
+        answer = run_task(task)
         try:
             conn.send(answer)
         except (OSError, ValueError) as exc:
@@ -162,11 +150,11 @@ def run_local(tasks: list[tuple[object, dict]], jobs: int, timeout: float | None
                 os.environ[k] = v
 
 
-def _ray_task(task: dict, memory_mib: float | None) -> dict:
+def _ray_task(task: dict, memory_mib: float | None) -> tuple[str, object]:
     """Ray side of one run: the same task, with a memory watchdog thread (Ray workers are long-lived)."""
     import threading
 
-    from forensics.scan.worker import analyze_run, init_worker
+    from forensics.scan.worker import init_worker, run_task
 
     init_worker()  # cheap after the first call in a worker: the playbook registry is loaded once
     done = threading.Event()
@@ -177,7 +165,7 @@ def _ray_task(task: dict, memory_mib: float | None) -> dict:
                     os._exit(137)  # Ray reports the dead worker; the run becomes a failed row
         threading.Thread(target=watch, daemon=True).start()
     try:
-        return analyze_run(task)
+        return run_task(task)
     finally:
         done.set()
 
@@ -213,10 +201,12 @@ def run_ray(tasks: list[tuple[object, dict]], jobs: int, timeout: float | None, 
             for ref in ready:
                 key, _ = inflight.pop(ref)
                 try:
-                    yield key, "ok", ray.get(ref)
-                except Exception as exc:  # noqa: BLE001 - RayTaskError, WorkerCrashedError, OutOfMemoryError
-                    cause = getattr(exc, "cause", None)
-                    yield key, "failed", _error_text(cause) if isinstance(cause, BaseException) else f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                    status, value = ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - WorkerCrashedError, OutOfMemoryError, TaskCancelledError
+                    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                    yield key, "failed", f"Ray task failed: {type(exc).__name__}: {first}"
+                    continue
+                yield (key, "ok", value) if status == "ok" else (key, "failed", value)
             for ref, (key, t0) in list(inflight.items()):
                 if timeout and now - t0 > timeout:
                     ray.cancel(ref, force=True)

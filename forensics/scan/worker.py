@@ -78,6 +78,25 @@ def _first_host(info, per_file: dict, first: dict) -> str | None:
     return next(iter(info.hosts)) if len(info.hosts) == 1 else None
 
 
+def error_text(exc: BaseException) -> str:
+    """One line naming the exception and where it was raised (the reason column of a failed run)."""
+    import traceback
+
+    where = traceback.extract_tb(exc.__traceback__)
+    at = f" (in {os.path.basename(where[-1].filename)}:{where[-1].lineno})" if where else ""
+    return f"{type(exc).__name__}: {exc}{at}"
+
+
+def run_task(task: dict) -> tuple[str, object]:
+    """("ok", result) or ("error", reason): the same answer whichever executor runs the task."""
+    try:
+        return "ok", analyze_run(task)
+    except MemoryError:
+        return "error", "out of memory (MemoryError)"
+    except Exception as exc:  # noqa: BLE001 - any failure of one run is that run's row
+        return "error", error_text(exc)
+
+
 def analyze_run(task: dict) -> dict:
     """Analyse one run; returns {"row": runs row, "findings": the analyze JSON's findings}.
 
