@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -66,8 +67,9 @@ def _tree_rss_mib(pid: int) -> float:
     return total * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def timed(cmd: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak tree RSS (MiB) of one command."""
+def timed(cmd: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, peak tree RSS (MiB) and CPU seconds (of the command and the workers it waited for)."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     peak = 0.0
@@ -76,7 +78,9 @@ def timed(cmd: list[str]) -> tuple[float, float]:
         time.sleep(0.1)
     if proc.returncode != 0:
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}")
-    return time.perf_counter() - t0, peak
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
+    return time.perf_counter() - t0, peak, cpu
 
 
 def main() -> None:
@@ -93,25 +97,32 @@ def main() -> None:
         out = BASE / f"out-{name}"
         if fresh:
             shutil.rmtree(out, ignore_errors=True)
-        wall, rss = timed([*forensics, "scan", str(root), "-o", str(out), "--jobs", str(jobs), "--format", "json", *extra])
+        wall, rss, cpu = timed([*forensics, "scan", str(root), "-o", str(out), "--jobs", str(jobs), "--format", "json", *extra])
         results[name] = (wall, rss, args.runs)
-        print(f"{name:<14} {args.runs:>6} runs {wall:>8.1f} s {args.runs / wall * 60:>8.0f} runs/min  peak RSS {rss:>6.0f} MiB", flush=True)
+        # CPU per run does not depend on the machine's load (Ray's workers are not our children: not counted).
+        print(f"{name:<14} {args.runs:>6} runs {wall:>8.1f} s {args.runs / wall * 60:>8.0f} runs/min  peak RSS {rss:>6.0f} MiB"
+              f"  CPU {cpu / args.runs * 1000:>5.0f} ms/run", flush=True)
 
     scan("scan -j1", 1)
     scan("scan -j2", 2)
     if args.ray:
         scan("scan ray -j2", 2, "--executor", "ray")
     out = BASE / "out-scan -j2"
-    wall, rss = timed([*forensics, "scan", str(root), "-o", str(out), "--jobs", "2", "--format", "json"])
+    wall, rss, _ = timed([*forensics, "scan", str(root), "-o", str(out), "--jobs", "2", "--format", "json"])
     results["rescan"] = (wall, rss, args.runs)
     print(f"{'rescan':<14} {args.runs:>6} runs {wall:>8.1f} s (everything unchanged)  peak RSS {rss:>6.0f} MiB", flush=True)
 
     runs = sorted(p for p in root.iterdir() if p.is_dir())[: args.loop_runs]
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     for run in runs:
         subprocess.run([*forensics, "analyze", str(run), "--no-cache", "--format", "json"], stdout=subprocess.DEVNULL, check=False)
     loop = time.perf_counter() - t0
-    print(f"{'analyze loop':<14} {len(runs):>6} runs {loop:>8.1f} s {len(runs) / loop * 60:>8.0f} runs/min", flush=True)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
+    print(f"{'analyze loop':<14} {len(runs):>6} runs {loop:>8.1f} s {len(runs) / loop * 60:>8.0f} runs/min"
+          f"                     CPU {cpu / len(runs) * 1000:>5.0f} ms/run", flush=True)
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (others' work skews every rate)")
 
     rate = {k: v[2] / v[0] * 60 for k, v in results.items()}
     loop_rate = len(runs) / loop * 60
