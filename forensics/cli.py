@@ -1,4 +1,4 @@
-"""The `forensics` command line: ingest, analyze, playbooks."""
+"""The `forensics` command line: ingest, analyze, scan, playbooks."""
 
 from __future__ import annotations
 
@@ -217,3 +217,48 @@ def playbooks_new(playbook_id: str, category: str, root: Path | None) -> None:
     click.echo("next: fill the TODOs, put the positive run's files beside its expect.toml and the near miss's "
                "beside its own, then `python -m pytest tests/test_samples.py tests/test_playbook_declaration.py` "
                "(CONTRIBUTING.md walks through it)")
+
+
+@main.command()
+@click.argument("root", type=click.Path(exists=True, path_type=Path))
+@click.option("-o", "--output", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("forensics-scan"), show_default=True,
+              help="output folder: runs.parquet, findings.parquet, summary.md, summary.html (and parts/ for resuming)")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="worker processes (default: one per CPU)")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
+@click.option("--ray-address", help="an existing Ray cluster (default: start a local one)")
+@click.option("--runs", "runs_glob", metavar="GLOB", help="the run folders/archives under ROOT, e.g. '*/job-*' (default: every folder holding files)")
+@click.option("--since", metavar="DATE", help="only runs with a file modified at or after DATE (ISO date or date-time, UTC)")
+@click.option("--timeout-per-run", "timeout", type=click.FloatRange(min=0, min_open=True), default=600, show_default=True,
+              help="seconds before a run's worker is killed and the run reported as timeout")
+@click.option("--memory-per-run", "memory_mib", type=click.FloatRange(min=0, min_open=True), default=4096, show_default=True,
+              help="MiB of worker memory before the run is stopped and reported as failed")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def scan(root: Path, out: Path, jobs: int | None, executor: str, ray_address: str | None, runs_glob: str | None,
+         since: str | None, timeout: float, memory_mib: float, fmt: str) -> None:
+    """Analyse every run under ROOT (folders or .tar/.tar.gz/.zip archives) into Parquet tables and a summary.
+
+    \b
+    Rerunning the same command resumes: committed runs whose inputs are unchanged are not analysed again.
+    Example: forensics scan /archive/jobs -o scan-out --jobs 8
+    """
+    from forensics.config import ConfigError
+    from forensics.scan.discover import parse_since
+    from forensics.scan.run import ScanOptions
+    from forensics.scan.run import scan as do_scan
+
+    try:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        opts = ScanOptions(root=root, out=out, jobs=jobs or cpus, executor=executor, ray_address=ray_address,
+                           runs_glob=runs_glob, since=parse_since(since) if since else None, timeout=timeout, memory_mib=memory_mib)
+        res = do_scan(opts, stderr=sys.stderr)
+    except (ConfigError, ValueError, RuntimeError) as exc:
+        click.echo(f"forensics: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    if fmt == "json":
+        import orjson
+
+        click.echo(orjson.dumps(res, option=orjson.OPT_INDENT_2).decode())
+    else:
+        from forensics.scan.run import render_text
+
+        click.echo(render_text(res), nl=False)

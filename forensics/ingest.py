@@ -158,10 +158,12 @@ class _Spool:
         return self.path
 
 
-def ingest(root: Path, progress=None) -> Run:
-    """Parse every file under `root` into the evidence tables (input is only ever read)."""
+def ingest(root: Path, progress=None, found: tuple[list, list] | None = None) -> Run:
+    """Parse every file under `root` into the evidence tables (input is only ever read).
+
+    `found` replaces the folder walk with given (sources, skipped): `forensics scan` reads archive members so."""
     root = Path(root)
-    sources, skipped = discover(root)
+    sources, skipped = found if found is not None else discover(root)
     rows: list[dict] = [
         _file_row(s.rel, "unknown", s.size, None, None, s.status, s.error, 0, None) for s in skipped
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 from forensics.contracts.model import Evidence
@@ -10,17 +11,24 @@ from forensics.parsers.base import kinds_where
 from forensics.sources import make_source
 
 MAX_QUOTE = 2000
+# Runs whose files are not plain files under their root (archive members read by `forensics scan`):
+# str(root) -> a function giving the Source of a relative path.
+OPENERS: dict[str, Callable[[str], object]] = {}
 
 
 def read_lines(root: Path, rel: str, wanted: set[int]) -> dict[int, str]:
     """The requested 1-based lines of one file (decompressed transparently), read once, streaming."""
     path = root / rel if root.is_dir() else root
     out: dict[int, str] = {}
-    if not wanted or not path.is_file():
+    opener = OPENERS.get(str(root))
+    if not wanted or (opener is None and not path.is_file()):
         return out
     last = max(wanted)
     try:
-        with make_source(path, rel).open() as fh:
+        src = opener(rel) if opener is not None else make_source(path, rel)
+        if src is None:
+            return out
+        with src.open() as fh:
             for n, raw in enumerate(fh, 1):
                 if n in wanted:
                     out[n] = raw.decode("utf-8", errors="replace").rstrip("\r\n")[:MAX_QUOTE]

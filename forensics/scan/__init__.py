@@ -1,0 +1,1 @@
+"""`forensics scan`: batch forensics over an archive of runs, resumable, Parquet out."""
