@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from forensics.discover import SKIP_TOP_FILES, walk
+
 
 @dataclass(frozen=True)
 class InputStat:
@@ -28,17 +30,20 @@ def input_stat(path: Path) -> InputStat:
         st = path.stat()
         h.update(f"{path.name}\0{st.st_size}\0{st.st_mtime_ns}".encode())
         return InputStat(h.hexdigest()[:32], st.st_size, 1, st.st_mtime)
-    for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+    # The walk and the files of analyze's own discovery: no recursion limit, a sample's expect.toml left out.
+    for dirpath, dirnames, filenames in walk(path, lambda exc: None):
         dirnames.sort()
         for name in sorted(filenames):
+            if name in SKIP_TOP_FILES and dirpath == str(path):
+                continue
             full = os.path.join(dirpath, name)
-            rel = os.path.relpath(full, path)
+            rel = os.fsencode(os.path.relpath(full, path))  # bytes: a name need not be UTF-8
             try:
                 st = os.lstat(full)
             except OSError:
-                h.update(f"{rel}\0?\n".encode())
+                h.update(rel + b"\0?\n")
                 continue
-            h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+            h.update(rel + f"\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
             total += st.st_size
             count += 1
             newest = max(newest, st.st_mtime)
