@@ -24,7 +24,7 @@ def text(value: object) -> str:
 
 
 def code(value: object) -> str:
-    """Input text as inline code: a backtick run longer than any inside it, padded so edges stay literal."""
+    """Trusted text (playbook ids) as inline code: a backtick run longer than any inside it, padded so edges stay literal."""
     s = visible(str(value)).replace("\r", " ").replace("\n", " ")
     longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
     fence = "`" * (longest + 1)
@@ -46,9 +46,9 @@ def _row(*cells: object) -> str:
 
 def render(pm: Postmortem, files_dir: str) -> str:
     """The Markdown text; plots are referenced as `files_dir/<key>.svg`."""
-    out = [f"# Incident postmortem: {code(pm.run)}", ""]
+    out = [f"# Incident postmortem: {text(pm.run)}", ""]
     if pm.baseline:
-        out += [f"Compared with {code(pm.baseline)}.", ""]
+        out += [f"Compared with {text(pm.baseline)}.", ""]
     out += [f"forensics {pm.version}, {pm.checked} playbooks ran.", ""]
     out += ["## Verdict", "", "> " + text(pm.verdict), ""]
     out += ["## Impact", "", _row("what", "value", "how we know"), _row("---", "---", "---")]
@@ -89,12 +89,12 @@ def render(pm: Postmortem, files_dir: str) -> str:
         out += ["## Trace summary", "", _row("trace", "rank", "profiled steps", "GPU busy share", "syncs per step", "data-loader share"),
                 _row(*["---"] * 6)]
         for t in pm.trace.traces:
-            out.append(_row(code(t["file"]), t["rank"] if t["rank"] is not None else "", t["steps"], _pct(t["gpu_busy"]),
+            out.append(_row(text(t["file"]), t["rank"] if t["rank"] is not None else "", t["steps"], _pct(t["gpu_busy"]),
                             _num(t["syncs_per_step"]), _pct(t["loader_share"])))
         for title, rows in (("Top kernels and device copies by time", pm.trace.kernels), ("Top ops by time (inclusive)", pm.trace.ops)):
             if rows:
                 out += ["", f"### {title}", "", _row("name", "calls", "ms", "share"), _row(*["---"] * 4)]
-                out += [_row(code(r["name"]), r["calls"], f"{r['ms']:.2f}", _pct(r["share"])) for r in rows]
+                out += [_row(text(r["name"]), r["calls"], f"{r['ms']:.2f}", _pct(r["share"])) for r in rows]
         out.append("")
     out += ["## Evidence and action items", ""]
     for f in pm.findings:
@@ -102,7 +102,7 @@ def render(pm: Postmortem, files_dir: str) -> str:
         out += [f"### {f.rank}. {text(f.playbook.title)} ({code(f.id)}, {f.severity.label}, confidence {f.confidence:.2f}{explained})", "",
                 text(f.summary), ""]
         for e in f.evidence:
-            out += [f"{code(f'{e.file}:{e.line}')}", "", *block(e.text), ""]
+            out += [f"{text(f'{e.file}:{e.line}')}", "", *block(e.text), ""]
         if f.evidence_count > len(f.evidence):
             out += [f"... {f.evidence_count - len(f.evidence)} more evidence rows.", ""]
         for c in f.causes[:3]:
@@ -121,16 +121,16 @@ def render(pm: Postmortem, files_dir: str) -> str:
     out.append("")
     if pm.files_unparsed:
         out += [_row("file", "kind", "status", "why"), _row(*["---"] * 4)]
-        out += [_row(code(r["file"]), text(r["kind"]), text(r["status"]), text(r["error"] or "")) for r in pm.files_unparsed]
+        out += [_row(text(r["file"]), text(r["kind"]), text(r["status"]), text(r["error"] or "")) for r in pm.files_unparsed]
     else:
         out.append("Every file was parsed completely.")
-    out += ["", "## Appendix", "", f"Run folder {code(pm.run)}; rows: " + ", ".join(f"{k} {v}" for k, v in pm.tables.items()) + ".", ""]
+    out += ["", "## Appendix", "", f"Run folder {text(pm.run)}; rows: " + ", ".join(f"{k} {v}" for k, v in pm.tables.items()) + ".", ""]
     if pm.environment:
         out += ["### Environment found in the inputs", "", _row("what", "value", "where"), _row("---", "---", "---")]
         out += [_row(text(f.label), text(f.value), text(f.note)) for f in pm.environment]
         out.append("")
     out += ["### Files", "", _row("file", "kind", "status", "rows", "bytes", "note"), _row(*["---"] * 6)]
-    out += [_row(code(r["file"]), text(r["kind"]), text(r["status"]), r["rows"], r["bytes"], text(r["error"] or "")) for r in pm.files]
+    out += [_row(text(r["file"]), text(r["kind"]), text(r["status"]), r["rows"], r["bytes"], text(r["error"] or "")) for r in pm.files]
     return "\n".join(out) + "\n"
 
 

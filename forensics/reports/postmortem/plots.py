@@ -82,7 +82,7 @@ def plot(p: PlotData, onsets: list[tuple[float, str, bool]], log_y: bool = False
                 (m,) = ax.plot(_xs(s.bad_x, p.x_kind), [0.97] * len(s.bad_x), linestyle="none", marker="X", markersize=7,
                                color="#d62728", transform=top, label=f"NaN/Inf ({s.label})", clip_on=False)
                 m.set_gid(gid(p.key, "nonfinite", s.label))
-        for x0, x1, label in p.spans:
+        for x0, x1, _label in p.spans:
             ax.axvspan(*_xs([x0, x1 if x1 > x0 else x0 + 1e-9], p.x_kind), color="#ff9896", alpha=0.35, linewidth=0,
                        label=None).set_gid(gid(p.key, "span"))
         if p.spans:
