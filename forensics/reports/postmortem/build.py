@@ -64,9 +64,9 @@ def _onsets(a: Analysis, x_kind: str) -> list[tuple[float, str, bool]]:
 def _caption(p: series.PlotData) -> str:
     bits = [f"{p.points} points"]
     drawn = sum(len(s.x) for s in p.series)
-    if drawn < p.points:
-        bits.append(f"{drawn} drawn (min and max per pixel column)")
     bad = sum(len(s.bad_x) for s in p.series)
+    if drawn + bad < p.points:
+        bits.append(f"{drawn} drawn (min and max per pixel column)")
     if bad:
         bits.append(f"NaN/Inf at {bad} place(s), marked on the top edge")
     if p.note:
