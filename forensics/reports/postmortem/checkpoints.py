@@ -10,8 +10,9 @@ import polars as pl
 
 from forensics.sources import make_source
 
-# Literal needles found with bytes.find (memchr speed): a checkpoint line names one of them.
-NEEDLES = (b"checkpoint", b"Checkpoint", b"CHECKPOINT", b"ckpt", b"CKPT")
+# Literal needles found with bytes.find: a checkpoint line names one of them ("heckpoint" covers
+# checkpoint and Checkpoint). Each needle is one pass over the log, so they are few.
+NEEDLES = (b"heckpoint", b"HECKPOINT", b"ckpt")
 # A save (started or done): "Saving model checkpoint to", "saving checkpoint at iteration 100",
 # "successfully saved checkpoint from iteration", "Saved checkpoint ckpt.pt", "saving model to '...ckpt'",
 # "Finished saving the checkpoint", "[Torch] Checkpoint global_step1000 is ready now!".

@@ -271,16 +271,20 @@ def _save_text(s: Save) -> str:
 
 def _last_healthy(ctx: Context, ff: Onset, t_fail: dt.datetime | None) -> int | None:
     """A metric onset (NaN loss at step N) means step N was not healthy; an event carries the last step logged."""
+
+    def max_step(where: pl.Expr) -> int | None:
+        # Aggregated lazily: the rows before a late failure are most of a big metrics table.
+        got = ctx.metrics_lazy().filter(where & pl.col("step").is_not_null()).select(pl.col("step").max()).collect().item()
+        return int(got) if got is not None else None
+
     if ff.step is not None:
         if ff.file and ctx.has("metrics"):
             at = ctx.metrics_select("line", where=(pl.col("file") == ff.file) & (pl.col("line") == ff.line))
             if at.height:
-                prev = ctx.metrics_select("step", where=pl.col("step") < ff.step)
-                return int(prev.get_column("step").max()) if prev.height else None
+                return max_step(pl.col("step") < ff.step)
         return int(ff.step)
     if t_fail is not None and ctx.has("metrics"):
-        rows = ctx.metrics_select("step", where=(pl.col("ts") <= t_fail) & pl.col("step").is_not_null())
-        return int(rows.get_column("step").max()) if rows.height else None
+        return max_step(pl.col("ts") <= t_fail)
     return None
 
 
@@ -312,11 +316,14 @@ def lanes(ctx: Context, a: Analysis) -> list[Lane]:
     """Per-rank swim lanes: first and last metric line, first error, exit."""
     out: dict[int | None, Lane] = {}
     if ctx.has("metrics"):
-        order = [pl.col("ts"), pl.col("step"), pl.col("line")]
-        agg = (ctx.metrics_lazy().filter(pl.col("step").is_not_null() | pl.col("ts").is_not_null())
-               .group_by("rank").agg(
-                   *[pl.col(c).sort_by(order, nulls_last=True).first().alias(f"f_{c}") for c in ("ts", "step", "file", "line")],
-                   *[pl.col(c).sort_by(order, nulls_last=True, descending=True).first().alias(f"l_{c}") for c in ("ts", "step", "file", "line")])
+        # The first and last row per rank by time (by step when the logs carry no time): arg_min/arg_max are
+        # one pass each, where sorting every rank's rows was most of the report's cost on a big run.
+        lf = ctx.metrics_lazy()
+        key = "ts" if lf.select(pl.col("ts").is_not_null().any()).collect().item() else "step"
+        cols = ("ts", "step", "file", "line")
+        agg = (lf.filter(pl.col(key).is_not_null()).group_by("rank")
+               .agg(*[pl.col(c).get(pl.col(key).arg_min()).alias(f"f_{c}") for c in cols],
+                    *[pl.col(c).get(pl.col(key).arg_max()).alias(f"l_{c}") for c in cols])
                .collect())
         for r in agg.with_columns(pl.col(pl.Categorical).cast(pl.String)).iter_rows(named=True):
             lane = out.setdefault(r["rank"], Lane(r["rank"]))
