@@ -1,4 +1,4 @@
-"""The `forensics` command line: ingest, analyze, scan, playbooks."""
+"""The `forensics` command line: ingest, analyze, report, scan, playbooks."""
 
 from __future__ import annotations
 
@@ -79,6 +79,29 @@ def ingest(run: Path, out: Path | None, quiet: bool) -> None:
     click.echo(f"{result.table('files').num_rows} files; {counts}; tables in {target}")
 
 
+def _analysis(run: Path, select: tuple[str, ...], ignore: tuple[str, ...], sets: tuple[str, ...], config: Path | None,
+              baseline: Path | None, cache_dir: Path | None, no_cache: bool, quiet: bool):
+    """The configuration and the analysis of RUN, as `analyze` and `report` both do it (ConfigError/ValueError on bad input)."""
+    from forensics.config import ConfigError, find_config, load_config, parse_set
+    from forensics.contracts.context import Context
+    from forensics.engine import analyze as do_analyze
+    from forensics.playbooks.base import registry
+
+    cfg = load_config(config or find_config(Path.cwd()))
+    split = lambda items: [x.strip() for item in items for x in item.split(",") if x.strip()]  # noqa: E731
+    cfg.select = split(select) or cfg.select
+    cfg.ignore = split(ignore) + cfg.ignore
+    known = set(registry()) | {pb.category for pb in registry().values()}
+    unknown = [x for x in cfg.select + cfg.ignore if x not in known]
+    if unknown:
+        raise ConfigError(f"unknown playbook id or category: {', '.join(unknown)} (see `forensics playbooks list`)")
+    overrides = parse_set(sets)
+    ctx = Context(_load_run(run, cache_dir, not no_cache, quiet))
+    if baseline is not None:
+        ctx.baseline = Context(_load_run(baseline, None, not no_cache, True))
+    return cfg, do_analyze(ctx, cfg, overrides)
+
+
 @main.command()
 @click.argument("run", type=click.Path(exists=True, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
@@ -100,28 +123,13 @@ def analyze(run: Path, fmt: str, out: Path | None, fail_on: str | None, select: 
     \b
     Example: forensics analyze sample_logs/cuda-oom/oom-then-timeouts
     """
-    from forensics.config import ConfigError, find_config, load_config, parse_set
-    from forensics.contracts.context import Context
+    from forensics.config import ConfigError
     from forensics.contracts.model import Severity
-    from forensics.engine import analyze as do_analyze
-    from forensics.playbooks.base import registry
 
     try:
-        cfg = load_config(config or find_config(Path.cwd()))
-        split = lambda items: [x.strip() for item in items for x in item.split(",") if x.strip()]  # noqa: E731
-        cfg.select = split(select) or cfg.select
-        cfg.ignore = split(ignore) + cfg.ignore
-        known = set(registry()) | {pb.category for pb in registry().values()}
-        unknown = [x for x in cfg.select + cfg.ignore if x not in known]
-        if unknown:
-            raise ConfigError(f"unknown playbook id or category: {', '.join(unknown)} (see `forensics playbooks list`)")
-        overrides = parse_set(sets)
+        cfg, result = _analysis(run, select, ignore, sets, config, baseline, cache_dir, no_cache, fmt != "text")
         fail_level = fail_on or cfg.fail_on
         fail_sev = Severity.parse(fail_level) if fail_level else None
-        ctx = Context(_load_run(run, cache_dir, not no_cache, fmt != "text"))
-        if baseline is not None:
-            ctx.baseline = Context(_load_run(baseline, None, not no_cache, True))
-        result = do_analyze(ctx, cfg, overrides)
     except (ConfigError, ValueError) as exc:
         click.echo(f"forensics: error: {exc}", err=True)
         sys.exit(EXIT_ERROR)
@@ -147,6 +155,53 @@ def analyze(run: Path, fmt: str, out: Path | None, fail_on: str | None, select: 
         click.echo(text, nl=False)
     if fail_sev is not None and any(f.severity >= fail_sev for f in result.findings):
         sys.exit(EXIT_FINDINGS)
+    sys.exit(EXIT_OK)
+
+
+@main.command()
+@click.argument("run", type=click.Path(exists=True, path_type=Path))
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path),
+              help="the page to write (default: postmortem.html, or postmortem.md with --format markdown)")
+@click.option("--format", "fmt", type=click.Choice(["html", "markdown"]), default="html", show_default=True,
+              help="one self-contained HTML file, or Markdown plus a <name>_files/ folder of SVG plots")
+@click.option("--select", multiple=True, help="run only these playbook ids or categories (repeatable, comma-separated)")
+@click.option("--ignore", multiple=True, help="skip these playbook ids or categories (repeatable, comma-separated)")
+@click.option("--set", "sets", multiple=True, metavar="ID.NAME=VALUE", help="override a threshold")
+@click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="forensics.toml or pyproject.toml")
+@click.option("--baseline", type=click.Path(exists=True, path_type=Path), help="a second run to compare with (nondeterminism)")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), help="where parsed tables are cached (default: ~/.cache/forensics)")
+@click.option("--no-cache", is_flag=True, help="always parse the inputs again")
+def report(run: Path, out: Path | None, fmt: str, select: tuple[str, ...], ignore: tuple[str, ...], sets: tuple[str, ...],
+           config: Path | None, baseline: Path | None, cache_dir: Path | None, no_cache: bool) -> None:
+    """Write the incident postmortem of RUN: verdict, impact, causal chain, timeline, plots, evidence, gaps.
+
+    \b
+    Example: forensics report sample_logs/cuda-oom/oom-then-timeouts -o postmortem.html
+    """
+    from forensics.config import ConfigError
+    from forensics.reports.postmortem.build import build
+
+    try:
+        _, result = _analysis(run, select, ignore, sets, config, baseline, cache_dir, no_cache, False)
+    except (ConfigError, ValueError) as exc:
+        click.echo(f"forensics: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    pm = build(result)
+    if fmt == "markdown":
+        from forensics.reports.postmortem import markdown as md
+
+        target = out or Path("postmortem.md")
+        written = md.write(pm, target)
+        click.echo(f"forensics: wrote {target} and {len(written) - 1} plot(s) in {target.stem}_files/", err=True)
+    else:
+        from forensics.reports.postmortem import html
+
+        target = out or Path("postmortem.html")
+        try:
+            target.write_text(html.render(pm), encoding="utf-8")
+        except OSError as exc:
+            _fail(f"cannot write the report to {target}: {exc.strerror or exc}")
+        click.echo(f"forensics: wrote {target} ({target.stat().st_size // 1024} KiB)", err=True)
     sys.exit(EXIT_OK)
 
 
