@@ -9,10 +9,10 @@ from functools import cache
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from forensics.contracts.model import Evidence
 
 from forensics.cli import main
 from forensics.contracts.context import Context
+from forensics.contracts.model import Evidence
 from forensics.engine import analyze
 from forensics.ingest import ingest
 from forensics.reports.postmortem import html, markdown

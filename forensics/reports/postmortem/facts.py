@@ -10,9 +10,9 @@ import orjson
 import polars as pl
 
 from forensics.contracts.context import Context
+from forensics.contracts.model import Onset, Severity
 from forensics.engine import Analysis, Finding
 from forensics.playbooks.evidence import ranks_text
-from forensics.contracts.model import Onset, Severity
 from forensics.reports.postmortem.checkpoints import Save, find_saves
 
 # Events that end a wait on a peer that already failed (the time between the failure and these is lost).
