@@ -79,6 +79,23 @@ def ingest(run: Path, out: Path | None, quiet: bool) -> None:
     click.echo(f"{result.table('files').num_rows} files; {counts}; tables in {target}")
 
 
+def _analysis_options(command):
+    """The options of `analyze` and `report` that choose and configure the analysis (one declaration for both)."""
+    options = [
+        click.option("--select", multiple=True, help="run only these playbook ids or categories (repeatable, comma-separated)"),
+        click.option("--ignore", multiple=True, help="skip these playbook ids or categories (repeatable, comma-separated)"),
+        click.option("--set", "sets", multiple=True, metavar="ID.NAME=VALUE", help="override a threshold, e.g. --set nan-loss.incident_run=5"),
+        click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     help="forensics.toml or pyproject.toml (default: searched from the current folder up)"),
+        click.option("--baseline", type=click.Path(exists=True, path_type=Path), help="a second run to compare with (nondeterminism)"),
+        click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), help="where parsed tables are cached (default: ~/.cache/forensics)"),
+        click.option("--no-cache", is_flag=True, help="always parse the inputs again"),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 def _analysis(run: Path, select: tuple[str, ...], ignore: tuple[str, ...], sets: tuple[str, ...], config: Path | None,
               baseline: Path | None, cache_dir: Path | None, no_cache: bool, quiet: bool):
     """The configuration and the analysis of RUN, as `analyze` and `report` both do it (ConfigError/ValueError on bad input)."""
@@ -107,13 +124,7 @@ def _analysis(run: Path, select: tuple[str, ...], ignore: tuple[str, ...], sets:
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), help="write the report to FILE instead of stdout")
 @click.option("--fail-on", type=click.Choice(["critical", "high", "medium", "low", "info"]), help="exit 1 when a finding is at or above this severity")
-@click.option("--select", multiple=True, help="run only these playbook ids or categories (repeatable, comma-separated)")
-@click.option("--ignore", multiple=True, help="skip these playbook ids or categories (repeatable, comma-separated)")
-@click.option("--set", "sets", multiple=True, metavar="ID.NAME=VALUE", help="override a threshold, e.g. --set nan-loss.incident_run=5")
-@click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="forensics.toml or pyproject.toml (default: searched from the current folder up)")
-@click.option("--baseline", type=click.Path(exists=True, path_type=Path), help="a second run to compare with (nondeterminism)")
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), help="where parsed tables are cached (default: ~/.cache/forensics)")
-@click.option("--no-cache", is_flag=True, help="always parse the inputs again")
+@_analysis_options
 @click.option("--max-evidence", type=int, default=3, show_default=True, help="evidence rows quoted per root finding in text output")
 def analyze(run: Path, fmt: str, out: Path | None, fail_on: str | None, select: tuple[str, ...], ignore: tuple[str, ...],
             sets: tuple[str, ...], config: Path | None, baseline: Path | None, cache_dir: Path | None, no_cache: bool,
@@ -164,13 +175,7 @@ def analyze(run: Path, fmt: str, out: Path | None, fail_on: str | None, select: 
               help="the page to write (default: postmortem.html, or postmortem.md with --format markdown)")
 @click.option("--format", "fmt", type=click.Choice(["html", "markdown"]), default="html", show_default=True,
               help="one self-contained HTML file, or Markdown plus a <name>_files/ folder of SVG plots")
-@click.option("--select", multiple=True, help="run only these playbook ids or categories (repeatable, comma-separated)")
-@click.option("--ignore", multiple=True, help="skip these playbook ids or categories (repeatable, comma-separated)")
-@click.option("--set", "sets", multiple=True, metavar="ID.NAME=VALUE", help="override a threshold")
-@click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="forensics.toml or pyproject.toml")
-@click.option("--baseline", type=click.Path(exists=True, path_type=Path), help="a second run to compare with (nondeterminism)")
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), help="where parsed tables are cached (default: ~/.cache/forensics)")
-@click.option("--no-cache", is_flag=True, help="always parse the inputs again")
+@_analysis_options
 def report(run: Path, out: Path | None, fmt: str, select: tuple[str, ...], ignore: tuple[str, ...], sets: tuple[str, ...],
            config: Path | None, baseline: Path | None, cache_dir: Path | None, no_cache: bool) -> None:
     """Write the incident postmortem of RUN: verdict, impact, causal chain, timeline, plots, evidence, gaps.
