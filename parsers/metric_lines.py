@@ -17,11 +17,11 @@ import re
 import numpy as np
 import polars as pl
 from forensics.parsers.metric_grammars import GRAMMARS, speechbrain
-from forensics.parsers.metric_names import apply_aliases
 from forensics.parsers.metric_grammars import tqdm as tqdm_grammar
 from forensics.parsers.metric_grammars import yolo as yolo_grammar
 from forensics.parsers.metric_grammars.common import Grammar
 from forensics.parsers.metric_grammars.steps import assign_hf_steps
+from forensics.parsers.metric_names import apply_aliases
 
 SCHEMA = {
     "line": pl.Int64,

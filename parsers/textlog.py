@@ -14,7 +14,16 @@ import re
 import numpy as np
 import polars as pl
 import pyarrow as pa
-from forensics.parsers import blocks, followups, metric_columns, metric_lines, nvsmi_table, profile_table, signatures, spool
+from forensics.parsers import (
+    blocks,
+    followups,
+    metric_columns,
+    metric_lines,
+    nvsmi_table,
+    profile_table,
+    signatures,
+    spool,
+)
 from forensics.parsers.base import Parser, ParseResult, Sniffed
 from forensics.parsers.lines import ReadStats, iter_frames
 from forensics.parsers.prefixes import rank_from_path, split_prefixes

@@ -16,7 +16,6 @@ the key says `ms`), memory with a unit to MiB.
 from __future__ import annotations
 
 import polars as pl
-from forensics.parsers.metric_names import prose_names
 from forensics.parsers.metric_grammars.common import (
     MEM_TO_MIB,
     NUM,
@@ -29,6 +28,7 @@ from forensics.parsers.metric_grammars.common import (
     scale_by_unit,
     shape,
 )
+from forensics.parsers.metric_names import prose_names
 
 STEP_KEYS = ["step", "steps", "iter", "iteration", "it", "global_step", "num_updates", "current_steps", "_step",
              "train/global_step", "trainer/global_step", "update_step", "total_steps_done"]
