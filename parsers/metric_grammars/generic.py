@@ -113,7 +113,7 @@ def rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
     )
     batch = _batch_steps(kv)
     if batch.height:
-        step = pl.concat([step.join(batch, on="_i", how="anti"), batch])
+        step = pl.concat([step.join(batch, on="_i", how="anti"), batch.select("_i", "step")])
     # A line that names an epoch but no step is an epoch summary: its bare `time` is the epoch's.
     per_epoch = kv.filter(pl.col("_k").is_in(["epoch", "train_epoch", "training_epoch"])).select("_i").unique()
     per_epoch = per_epoch.join(step, on="_i", how="anti", maintain_order="left").with_columns(pl.lit(True).alias("_per_epoch"))
@@ -142,6 +142,9 @@ def rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
     )
     kv = kv.filter(~pl.col("_k").is_in(STEP_KEYS + SKIP_KEYS)).join(step, on="_i", how="left", maintain_order="left")
     rows = kv.select("_i", "step", name.alias("name"), value.alias("value"))
+    if batch.height:
+        # The batch within its epoch: dataloader-bottleneck leaves each epoch's first batches (warm-up) out.
+        rows = pl.concat([rows, batch.select("_i", "step", pl.lit("epoch_batch").alias("name"), pl.col("batch").cast(pl.Float64).alias("value"))])
     if "avg" in kv.columns:
         # A meter's running average beside a batch time (`Time 0.154 (8.010)`): `step_time_avg_ms`, `data_time_avg_ms`.
         avg_value = pl.when(pl.col("_u").is_in(["ms", "s", "sec", "secs"])).then(
@@ -160,13 +163,13 @@ BATCH_HEAD = r"(?i)\bepoch:?\s*\[(\d+)\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]"
 
 
 def _batch_steps(kv: pl.DataFrame) -> pl.DataFrame:
-    """(_i, step) of the lines with a BATCH_HEAD (one regex per distinct line, not per pair)."""
+    """(_i, step, batch within the epoch) of the lines with a BATCH_HEAD (one regex per distinct line, not per pair)."""
     if "msg" not in kv.columns:
-        return pl.DataFrame(schema={"_i": kv.schema["_i"], "step": pl.Int64})
+        return pl.DataFrame(schema={"_i": kv.schema["_i"], "step": pl.Int64, "batch": pl.Int64})
     lines = kv.select("_i", "msg").unique("_i", keep="first").filter(pl.col("msg").str.contains(BATCH_HEAD))
     g = lines.select("_i", pl.col("msg").str.extract_groups(BATCH_HEAD).alias("_g")).unnest("_g")
     e, b, n = (pl.col(c).cast(pl.Int64, strict=False) for c in g.columns[1:4])
-    return g.select("_i", (e * n + b).alias("step")).drop_nulls()
+    return g.select("_i", (e * n + b).alias("step"), b.alias("batch")).drop_nulls()
 
 
 def _mm_modes(rows: pl.DataFrame, kv: pl.DataFrame) -> pl.DataFrame:
