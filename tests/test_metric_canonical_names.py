@@ -57,7 +57,8 @@ def test_imagenet_meters_give_step_batch_times_and_running_averages(tmp_path):
 def test_double_pipe_separated_line_with_secs(tmp_path):
     # https://github.com/clovaai/bros/issues/11
     text = "TRAIN [epoch: 5/50] || train_loss: 16.82515 || lr: 0.0 || time: 197.6 secs.\n"
-    assert rows(tmp_path, text) == [(None, "epoch", 5.0), (None, "loss", 16.82515), (None, "lr", 0.0), (None, "epoch_time_ms", 197600.0)]
+    assert rows(tmp_path, text) == [(None, "epoch", 5.0), (None, "loss", 16.82515), (None, "lr", 0.0), (None, "epoch_time_ms", 197600.0),
+                                    (None, "epoch_total", 50.0)]
 
 
 def test_trailing_note_is_not_part_of_the_values(tmp_path):

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from forensics.contracts.context import Context
 from forensics.engine import analyze
 from forensics.ingest import ingest
-
-from forensics.contracts.context import Context
 from tests.helpers import write_run
-
 
 
 def findings(tmp: Path, text: str) -> dict[str, str]:
@@ -157,3 +155,17 @@ def test_a_few_overflows_at_start_up_are_calibration(tmp_path):
         f"| epoch 001:  {i * 100} / 5000 loss=9.{i}, nll_loss=8.{i}, ppl=512, wps=16000, ups=1, wpb=16000, bsz=500, num_updates={i * 100}, "
         f"lr=0.0005, gnorm=1.2, clip=0%, oom=0, loss_scale=16\n" for i in range(1, 6))
     assert "fp16-overflow" not in findings(tmp_path, text)
+
+
+# https://github.com/clovaai/bros/issues/11 shape: `TRAIN [epoch: k/50] || train_loss: .. || lr: .. || time: .. secs.`
+BROS = "TRAIN [epoch: {e}/{t}] || train_loss: {loss} || lr: {lr} || time: 197.6 secs.\n"
+
+
+def test_lr_decayed_to_zero_a_tenth_into_the_run(tmp_path):
+    text = "".join(BROS.format(e=e, t=50, loss=460 / (e + 1), lr=lr) for e, lr in enumerate(["4e-05", "3e-05", "2e-05", "1e-05", "0.0"]))
+    assert first(tmp_path, text) == "lr-schedule-anomaly"
+
+
+def test_lr_decayed_to_zero_at_the_last_epoch_is_quiet(tmp_path):
+    text = "".join(BROS.format(e=e, t=5, loss=460 / (e + 1), lr=lr) for e, lr in enumerate(["4e-05", "3e-05", "2e-05", "1e-05", "0.0"]))
+    assert "lr-schedule-anomaly" not in findings(tmp_path, text)
