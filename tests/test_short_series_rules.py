@@ -169,3 +169,10 @@ def test_lr_decayed_to_zero_a_tenth_into_the_run(tmp_path):
 def test_lr_decayed_to_zero_at_the_last_epoch_is_quiet(tmp_path):
     text = "".join(BROS.format(e=e, t=5, loss=460 / (e + 1), lr=lr) for e, lr in enumerate(["4e-05", "3e-05", "2e-05", "1e-05", "0.0"]))
     assert "lr-schedule-anomaly" not in findings(tmp_path, text)
+
+
+def test_loss_falling_through_ln10_on_its_way_down_is_quiet(tmp_path):
+    # A healthy fine-tune whose last points happen to sit near 2.30 (sample_logs/tokenizer-mismatch-nearmiss shape).
+    vals = [3.307, 3.002, 2.733, 2.612, 2.512, 2.416, 2.402, 2.314, 2.323, 2.297]
+    text = "".join(f"step {5 * (i + 1)} loss {v}\n" for i, v in enumerate(vals))
+    assert "loss-stagnation" not in findings(tmp_path, text)

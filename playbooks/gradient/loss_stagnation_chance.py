@@ -80,6 +80,11 @@ def _at_chance(ctx: Context, name: str, acc_name: str | None, err_name: str | No
             return None
         if abs(float(every.quantile(0.25)) - ln_k) > tol or float(every.min()) < ln_k - 3 * tol:
             return None
+        # No learning on the way: the last third not `min_progress` below the first third (a loss falling through
+        # ln(K) on its way down is learning, however close its last points are).
+        third = max(1, n // 3)
+        if float(every.tail(third).median()) < (1 - th["min_progress"]) * float(every.head(third).median()):
+            return None
         why = f"flat there from the first logged point (step {s.item(0, 'step')})"
     first = judged.row(0, named=True)
     lr_max = None
