@@ -428,7 +428,8 @@ def test_wandb_summary_json_dump_is_not_per_step(tmp_path):
 def test_epoch_in_padded_brackets(tmp_path):
     # https://github.com/IsoNet-cryoET/IsoNet2/issues/22: `Epoch [  5/ 50]` (the epoch padded inside its brackets).
     assert rows(tmp_path, "Epoch [  5/ 50] Loss: 0.04476, inside_loss: 0.00024, outside_loss: 0.03578\n") == [
-        (None, "epoch", 5.0), (None, "loss", 0.04476), (None, "inside_loss", 0.00024), (None, "outside_loss", 0.03578)]
+        (None, "epoch", 5.0), (None, "loss", 0.04476), (None, "inside_loss", 0.00024), (None, "outside_loss", 0.03578),
+        (None, "epoch_total", 50.0)]
 
 
 def test_count_total_ratio_values_and_tab_separated_user_lines(tmp_path):

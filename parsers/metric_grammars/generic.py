@@ -143,8 +143,9 @@ def rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
     kv = kv.filter(~pl.col("_k").is_in(STEP_KEYS + SKIP_KEYS)).join(step, on="_i", how="left", maintain_order="left")
     rows = kv.select("_i", "step", name.alias("name"), value.alias("value"))
     if "tot" in kv.columns:
-        # `epoch: 5/50`: the epochs the run is set to train, which tells a schedule that ends early from a finished one.
-        total = kv.filter((pl.col("_k") == "epoch") & pl.col("tot").is_not_null()).select(
+        # `epoch: 5/50` on an epoch summary (no step): the epochs the run is set to train, which tells a schedule
+        # that ends early from a finished one.
+        total = kv.filter((pl.col("_k") == "epoch") & pl.col("tot").is_not_null() & pl.col("_per_epoch").fill_null(False)).select(
             "_i", "step", pl.lit("epoch_total").alias("name"), pl.col("tot").cast(pl.Float64, strict=False).alias("value"))
         rows = pl.concat([rows, total]) if total.height else rows
     if batch.height:
