@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bz2
+import contextlib
 import io
 import lzma
 import os
@@ -22,6 +23,18 @@ MAGIC = {
 
 # A decompressed stream larger than this is cut off (a decompression bomb guard).
 DEFAULT_MAX_DECOMPRESSED = 64 * 1024**3
+# ... and so is one that grows past this multiple of its compressed size (real logs compress 5-30x; a
+# bomb, thousands of times). The floor keeps small, very repetitive logs whole. Both are overridable.
+DECOMPRESS_RATIO = int(os.environ.get("FORENSICS_DECOMPRESS_RATIO", "100"))
+DECOMPRESS_FLOOR = int(os.environ.get("FORENSICS_DECOMPRESS_FLOOR_MB", "256")) * 1024**2
+# The most one step of decompression produces: a bomb block expands in bounded pieces, never at once.
+_STEP = 4 * 1024 * 1024
+_ZLIB = type(zlib.decompressobj())  # zlib exports no name for its decompressor type
+
+
+def decompress_budget(compressed_size: int) -> int:
+    """The decompressed bytes a file of this compressed size may yield before it is cut and marked partial."""
+    return min(DEFAULT_MAX_DECOMPRESSED, max(DECOMPRESS_FLOOR, DECOMPRESS_RATIO * compressed_size))
 
 
 class InputError(Exception):
@@ -62,8 +75,10 @@ class _Decompressing(io.RawIOBase):
         self._raw = raw
         self._owner = owner
         self._dec = _decompressor(owner.compression or "")
-        self._left = owner.max_decompressed
+        self._left = min(owner.max_decompressed, decompress_budget(owner.size))
         self._buf = b""
+        self._pending = b""  # compressed input the decompressor has not consumed yet
+        self._more = False  # bz2/xz: output buffered inside the decompressor
         self._done = False
 
     def readable(self) -> bool:
@@ -73,22 +88,48 @@ class _Decompressing(io.RawIOBase):
         self._raw.close()
         super().close()
 
+    def _step(self, data: bytes) -> bytes:
+        """Decompress at most _STEP bytes; input not consumed yet stays in `_pending`."""
+        dec = self._dec
+        if isinstance(dec, _ZLIB):
+            out = dec.decompress(data, _STEP)
+            self._pending = dec.unconsumed_tail
+        elif isinstance(dec, (bz2.BZ2Decompressor, lzma.LZMADecompressor)):
+            out = dec.decompress(data, max_length=_STEP)
+            self._pending = b""
+            # Output still buffered inside the decompressor: the next step asks for it with no new input.
+            self._more = not dec.needs_input and not dec.eof
+        else:  # zstandard's decompressobj has no output bound: feed it small inputs (1 KiB is at most ~32 MiB out)
+            out = dec.decompress(data[:1024])
+            self._pending = data[1024:]
+        return out
+
     def _fill(self) -> None:
         while not self._buf and not self._done:
-            block = self._raw.read(256 * 1024)
-            if not block:
-                if not getattr(self._dec, "eof", True):
-                    self._owner.truncated = True
-                    self._owner.problems.append(f"truncated {self._owner.compression} stream: its end is missing")
-                self._done = True
-                return
+            if self._pending or self._more:
+                block = self._pending
+            else:
+                block = self._raw.read(256 * 1024)
+                if not block:
+                    if isinstance(self._dec, _ZLIB) and not self._dec.eof:
+                        with contextlib.suppress(zlib.error):
+                            # Output zlib still holds for input it has consumed (the step bound stopped it).
+                            self._buf = self._dec.flush()
+                            if self._buf:
+                                return
+                    if not getattr(self._dec, "eof", True):
+                        self._owner.truncated = True
+                        self._owner.problems.append(f"truncated {self._owner.compression} stream: its end is missing")
+                    self._done = True
+                    return
             try:
-                out = self._dec.decompress(block)
-                # Concatenated members (gzip -c a >> b, pigz, multi-frame zstd) continue in a new decompressor.
-                while getattr(self._dec, "eof", False) and getattr(self._dec, "unused_data", b""):
-                    rest = self._dec.unused_data
+                self._more = False
+                out = self._step(block)
+                # Concatenated members (gzip -c a >> b, pigz, multi-frame zstd) continue in a new decompressor,
+                # which gets what the ended one left over, then the input not fed yet.
+                if getattr(self._dec, "eof", False) and getattr(self._dec, "unused_data", b""):
+                    self._pending = self._dec.unused_data + self._pending
                     self._dec = _decompressor(self._owner.compression or "")
-                    out += self._dec.decompress(rest)
             except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error) as exc:
                 self._owner.truncated = True
                 self._owner.problems.append(f"corrupt {self._owner.compression} stream: {exc}")
@@ -101,13 +142,17 @@ class _Decompressing(io.RawIOBase):
                 return
             self._buf = out
 
+    def _budget_text(self) -> str:
+        return f"{min(self._owner.max_decompressed, decompress_budget(self._owner.size)) // 1024**2} MiB"
+
     def readinto(self, b) -> int:  # type: ignore[override]
         self._fill()
         if not self._buf:
             return 0
         if self._left <= 0:
             self._owner.truncated = True
-            self._owner.problems.append("decompressed size limit reached; rest not read")
+            self._owner.problems.append(
+                f"decompressed size budget reached ({self._budget_text()}): the rest was not read (a decompression bomb?)")
             self._done, self._buf = True, b""
             return 0
         n = min(len(b), len(self._buf), self._left)

@@ -21,6 +21,7 @@ from forensics.parsers.metric_grammars import tqdm as tqdm_grammar
 from forensics.parsers.metric_grammars import yolo as yolo_grammar
 from forensics.parsers.metric_grammars.common import Grammar
 from forensics.parsers.metric_grammars.steps import assign_hf_steps
+from forensics.parsers.metric_names import apply_aliases
 
 SCHEMA = {
     "line": pl.Int64,
@@ -139,7 +140,8 @@ def extract(cand: pl.DataFrame, state: dict) -> pl.DataFrame:
     parts = [p for p in parts if p.height]
     if not parts:
         return pl.DataFrame(schema=SCHEMA)
-    rows = pl.concat(parts)
+    # One alias table for every grammar: `grdn` -> grad_norm, `data_s` -> data_time_ms (x1000), ...
+    rows = apply_aliases(pl.concat(parts))
     # `_i` is the row number in `df`: its line, segment, rank and stamp are gathered, not joined.
     meta = df.select("line", "seg", "rank", "ts").gather(rows.get_column("_i"))
     return pl.concat([meta, rows.select("step", "name", "value", "source")], how="horizontal").select(list(SCHEMA)).cast(SCHEMA)

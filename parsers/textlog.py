@@ -14,7 +14,16 @@ import re
 import numpy as np
 import polars as pl
 import pyarrow as pa
-from forensics.parsers import blocks, followups, metric_lines, nvsmi_table, profile_table, signatures, spool
+from forensics.parsers import (
+    blocks,
+    followups,
+    metric_columns,
+    metric_lines,
+    nvsmi_table,
+    profile_table,
+    signatures,
+    spool,
+)
 from forensics.parsers.base import Parser, ParseResult, Sniffed
 from forensics.parsers.lines import ReadStats, iter_frames
 from forensics.parsers.prefixes import rank_from_path, split_prefixes
@@ -156,6 +165,14 @@ class _Output:
             self.done = cut
 
 
+def _column_rows(cols: pl.DataFrame) -> pl.DataFrame:
+    """metric_columns rows in the metric_lines schema (no rank prefix, stamp or segment on a bare-number row)."""
+    return cols.select(
+        "line", pl.lit(0).alias("seg"), pl.lit(None).alias("ts"), pl.lit(None).alias("rank"), "step", "name", "value",
+        pl.lit("columns").alias("source"),
+    ).cast(metric_lines.SCHEMA)
+
+
 def parse(src, sn: Sniffed) -> ParseResult:
     """Parse one text log into events and metrics."""
     stats = ReadStats()
@@ -165,10 +182,18 @@ def parse(src, sn: Sniffed) -> ParseResult:
     out = _Output(src.rel, file_rank)
     for frame in iter_frames(src, stats=stats):
         profile_table.from_log(frame, state)  # prof.key_averages().table() printouts -> counters
+        # Column tables (a header row, then bare numbers): their rows hold no needle, so the whole frame is read.
+        cols = metric_columns.from_log(frame, state)
         cand = candidates(frame, year)
         if cand.height == 0:
+            if cols.height:
+                out.add(_column_rows(cols), [], int(frame.get_column("line").max()))
             continue
         m = metric_lines.extract(cand, state)
+        if cols.height:
+            # A line a grammar already read (the HF notebook table's tab-separated copy) is not read twice.
+            cols = cols.join(m.select("line").unique(), on="line", how="anti")
+            m = pl.concat([m, _column_rows(cols)]).sort("line", "seg", maintain_order=True) if cols.height else m
         ev = signatures.extract(cand)
         bl = blocks.extract(frame, cand, year)
         ev = followups.complete(frame, ev, bl)  # details on the next lines, wrapped pastes, report ranks

@@ -119,7 +119,7 @@ def canonical_of(df: pl.DataFrame, col: str, extra: dict[str, str] | None = None
 # `bytes / 1024**3` (or `/ 2**20`) labelled GB/MB.
 MEM_TO_MIB = {"b": 1 / 2**20, "kb": 1 / 1024, "kib": 1 / 1024, "mb": 1.0, "mib": 1.0, "gb": 1024.0, "gib": 1024.0,
               "tb": 1024.0**2, "tib": 1024.0**2}
-TIME_TO_MS = {"us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1000.0, "sec": 1000.0, "m": 60000.0, "min": 60000.0, "h": 3_600_000.0}
+TIME_TO_MS = {"us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1000.0, "sec": 1000.0, "secs": 1000.0, "m": 60000.0, "min": 60000.0, "h": 3_600_000.0}
 
 
 def scale_by_unit(value: pl.Expr, unit: pl.Expr, table: dict[str, float]) -> pl.Expr:

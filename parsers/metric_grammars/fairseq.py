@@ -85,6 +85,8 @@ def _summary(df: pl.DataFrame) -> pl.DataFrame:
     name = (
         pl.when(pl.col("_valid")).then(pl.lit("eval_") + low)
         .when(low.is_in(["loss", "nll_loss", "ppl"])).then(pl.lit("train_") + low)
+        # The scale in force at the end of the epoch: the level the overflow warnings after it halve.
+        .when(low == "loss_scale").then(low)
         .otherwise(None)
     )
     rows = kv.filter(pl.col("key") != "num_updates").select("_i", "step", name.alias("name"), num(pl.col("val")).alias("value"))

@@ -28,6 +28,7 @@ from forensics.parsers.metric_grammars.common import (
     scale_by_unit,
     shape,
 )
+from forensics.parsers.metric_names import prose_names
 
 STEP_KEYS = ["step", "steps", "iter", "iteration", "it", "global_step", "num_updates", "current_steps", "_step",
              "train/global_step", "trainer/global_step", "update_step", "total_steps_done"]
@@ -81,9 +82,12 @@ JSON_PAIR = r"\"(?P<key>[^\"]+)\"\s*:\s*(?P<val>\"[^\"]*\"|[-+\w.]+)"
 
 # Extra key words are lazy: `loss inf lr 0.1` is loss=inf, lr=0.1, not a key `loss inf lr`. A value
 # may sit in brackets with its total (`Epoch:[844/1500]`), or be a count with its total and ratio.
+# `@` in a key: top-k accuracies (`Prec@1`, `Acc@5`). `secs`: `time: 193.6 secs.`. The value in parentheses
+# after a value is the meter's running average (`Time 0.154 (8.010)`, the PyTorch ImageNet example's AverageMeter).
 KV_PAIR = (
-    r"(?i)(?:^|[\s|,;\[\(\{])(?P<key>[a-z][a-z0-9_./-]*(?: [a-z][a-z0-9_./-]*){0,2}?(?: \([a-z]\))?)\s*(?:[:=]\s*|\s+)"
-    rf"(?P<ob>\[\s*)?(?P<val>{NUM})(?:\s?(?P<unit>(?:ms|s|GiB|GB|MiB|MB)\b|%))?(?:\s?/\s?(?P<tot>\d+)(?:=(?P<frac>{NUM}))?)?\]?(?:\s*\({NUM}\))?"
+    r"(?i)(?:^|[\s|,;\[\(\{])(?P<key>[a-z][a-z0-9_./@-]*(?: [a-z][a-z0-9_./@-]*){0,2}?(?: \([a-z]\))?)\s*(?:[:=]\s*|\s+)"
+    rf"(?P<ob>\[\s*)?(?P<val>{NUM})(?:\s?(?P<unit>(?:ms|secs?|s|GiB|GB|MiB|MB)\b|%))?(?:\s?/\s?(?P<tot>\d+)(?:=(?P<frac>{NUM}))?)?\]?"
+    rf"(?:\s*\((?P<avg>{NUM})\))?"
 )
 
 
@@ -96,20 +100,32 @@ def rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
     unit = pl.col("unit").str.to_lowercase() if "unit" in kv.columns else pl.lit(None, pl.String)
     # `acc: 45476/54430=0.8355` (count/total=ratio, [OBS] jiesutd/NCRFpp#100): the ratio is the value.
     val = pl.coalesce("frac", "val") if "frac" in kv.columns else pl.col("val")
-    kv = kv.with_columns(key.alias("_k"), unit.alias("_u"), num(val).alias("_v"))
+    # `Error: 44996/50000` (wrong predictions out of a total, the PyTorch examples' shape): the error rate is the value.
+    kv = kv.with_columns(key.alias("_k"), unit.alias("_u"))
+    v = num(val)
+    if "tot" in kv.columns:
+        rate = pl.col("_k").is_in(["error", "err"]) & pl.col("tot").is_not_null()
+        v = pl.when(rate).then(v / pl.col("tot").cast(pl.Float64, strict=False)).otherwise(v)
+    kv = kv.with_columns(v.alias("_v"))
     step = (
         kv.filter(pl.col("_k").is_in(STEP_KEYS))
         .group_by("_i").agg(pl.col("_v").first().cast(pl.Int64, strict=False).alias("step"))
     )
+    batch = _batch_steps(kv)
+    if batch.height:
+        step = pl.concat([step.join(batch, on="_i", how="anti"), batch.select("_i", "step")])
     # A line that names an epoch but no step is an epoch summary: its bare `time` is the epoch's.
     per_epoch = kv.filter(pl.col("_k").is_in(["epoch", "train_epoch", "training_epoch"])).select("_i").unique()
     per_epoch = per_epoch.join(step, on="_i", how="anti", maintain_order="left").with_columns(pl.lit(True).alias("_per_epoch"))
     kv = kv.join(per_epoch, on="_i", how="left", maintain_order="left")
-    time_name = pl.col("_k").replace_strict(TIME_KEYS, default=None, return_dtype=pl.String)
+    # On a batch line (`Epoch: [0][14/5005]  Time 0.154 (8.010)  Data 0.001 (7.720)`) `Data` is the batch's data time.
+    on_batch = pl.col("_i").is_in(batch.get_column("_i").implode()) if batch.height else pl.lit(False)
+    time_name = pl.when(on_batch & (pl.col("_k") == "data")).then(pl.lit("data_time_ms")).otherwise(
+        pl.col("_k").replace_strict(TIME_KEYS, default=None, return_dtype=pl.String))
     time_name = pl.when(pl.col("_per_epoch").fill_null(False) & (pl.col("_k") == "time")).then(pl.lit("epoch_time_ms")).otherwise(time_name)
     is_mem = pl.col("_u").is_in(["gib", "gb", "mib", "mb"])
     time_value = (
-        pl.when(pl.col("_u").is_in(["ms", "s"])).then(scale_by_unit(pl.col("_v"), pl.col("_u"), TIME_TO_MS))
+        pl.when(pl.col("_u").is_in(["ms", "s", "sec", "secs"])).then(scale_by_unit(pl.col("_v"), pl.col("_u"), TIME_TO_MS))
         .when(pl.col("_k").str.contains("ms")).then(pl.col("_v"))
         .otherwise(pl.col("_v") * 1000.0)
     )
@@ -124,12 +140,42 @@ def rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
         .when(pl.col("_k").is_in(GIB_KEYS)).then(pl.col("_v") * 1024.0)
         .otherwise(pl.col("_v"))
     )
-    rows = (
-        kv.filter(~pl.col("_k").is_in(STEP_KEYS + SKIP_KEYS))
-        .join(step, on="_i", how="left", maintain_order="left")
-        .select("_i", "step", name.alias("name"), value.alias("value"))
-    )
+    kv = kv.filter(~pl.col("_k").is_in(STEP_KEYS + SKIP_KEYS)).join(step, on="_i", how="left", maintain_order="left")
+    rows = kv.select("_i", "step", name.alias("name"), value.alias("value"))
+    if "tot" in kv.columns:
+        # `epoch: 5/50` on an epoch summary (no step): the epochs the run is set to train, which tells a schedule
+        # that ends early from a finished one.
+        total = kv.filter((pl.col("_k") == "epoch") & pl.col("tot").is_not_null() & pl.col("_per_epoch").fill_null(False)).select(
+            "_i", "step", pl.lit("epoch_total").alias("name"), pl.col("tot").cast(pl.Float64, strict=False).alias("value"))
+        rows = pl.concat([rows, total]) if total.height else rows
+    if batch.height:
+        # The batch within its epoch: dataloader-bottleneck leaves each epoch's first batches (warm-up) out.
+        rows = pl.concat([rows, batch.select("_i", "step", pl.lit("epoch_batch").alias("name"), pl.col("batch").cast(pl.Float64).alias("value"))])
+    if "avg" in kv.columns:
+        # A meter's running average beside a batch time (`Time 0.154 (8.010)`): `step_time_avg_ms`, `data_time_avg_ms`.
+        avg_value = pl.when(pl.col("_u").is_in(["ms", "s", "sec", "secs"])).then(
+            scale_by_unit(num(pl.col("avg")), pl.col("_u").str.replace(r"^secs?$", "s"), TIME_TO_MS)
+        ).otherwise(num(pl.col("avg")) * 1000.0)
+        avg = kv.filter(time_name.is_in(["step_time_ms", "data_time_ms"]) & pl.col("avg").is_not_null()).select(
+            "_i", "step", time_name.str.replace("_ms$", "_avg_ms").alias("name"), avg_value.alias("value"))
+        rows = pl.concat([rows, avg]) if avg.height else rows
+    rows = rows.with_columns(pl.col("name").replace(prose_names(rows.get_column("name"))))
     return _mm_modes(shape(rows, source), kv)
+
+
+# The PyTorch ImageNet example and its many forks: `Epoch: [0][14/5005]` = (epoch, batch / batches per epoch),
+# 0-based epochs; the global batch `epoch * batches + batch` is the step.
+BATCH_HEAD = r"(?i)\bepoch:?\s*\[(\d+)\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]"
+
+
+def _batch_steps(kv: pl.DataFrame) -> pl.DataFrame:
+    """(_i, step, batch within the epoch) of the lines with a BATCH_HEAD (one regex per distinct line, not per pair)."""
+    if "msg" not in kv.columns:
+        return pl.DataFrame(schema={"_i": kv.schema["_i"], "step": pl.Int64, "batch": pl.Int64})
+    lines = kv.select("_i", "msg").unique("_i", keep="first").filter(pl.col("msg").str.contains(BATCH_HEAD))
+    g = lines.select("_i", pl.col("msg").str.extract_groups(BATCH_HEAD).alias("_g")).unnest("_g")
+    e, b, n = (pl.col(c).cast(pl.Int64, strict=False) for c in g.columns[1:4])
+    return g.select("_i", (e * n + b).alias("step"), b.alias("batch")).drop_nulls()
 
 
 def _mm_modes(rows: pl.DataFrame, kv: pl.DataFrame) -> pl.DataFrame:
@@ -168,11 +214,17 @@ def extract_json(df: pl.DataFrame, state: dict) -> pl.DataFrame:
 
 def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     """Key/value sequences that pass the gate and the coverage test."""
+    # A note after the values (`loss: 2.31  <-- jumps here`, `# after warmup`) is no part of them.
+    df = df.with_columns(pl.col("msg").str.replace(COMMENT, ""))
     kv = pairs(df, KV_PAIR)
     if kv.height == 0:
         return empty_rows()
     gate_name = canonical(pl.col("key"), NAMES)
-    is_loss = gate_name.str.contains(GATE) | (gate_name.str.starts_with("loss_") & (gate_name != "loss_scale"))
+    prose = prose_names(kv.get_column("key").str.strip_chars().str.to_lowercase())
+    # An accuracy alone on its line passes too (`validation accuracy:\t\t10.64 %`): one metric per line is a
+    # common hand-printed shape, and the coverage test below still rejects prose.
+    is_acc = pl.col("key").str.strip_chars().str.to_lowercase().replace_strict(prose, default="").str.contains(ACC_GATE)
+    is_loss = gate_name.str.contains(GATE) | (gate_name.str.starts_with("loss_") & (gate_name != "loss_scale")) | is_acc
     gated = kv.group_by("_i").agg(is_loss.any().alias("_ok")).filter(pl.col("_ok")).select("_i")
     residue = (
         df.join(gated, on="_i", how="semi", maintain_order="left")
@@ -201,7 +253,10 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     return rows.with_columns(named.alias("name"))
 
 
-EVAL_LINE = r"(?i)^\s*(?:test|val|valid|validation|eval|evaluation)(?: set)?(?:\s*:| \d+ [a-z])"
+COMMENT = r"\s+(?:<-+|#+)\s*[A-Za-z].*$"
+ACC_GATE = r"^(?:eval_|test_)?acc(?:uracy)?$"
+# Also in brackets (`[TEST] Loss: 2.3440, Error: 8999/10000 (90%)`).
+EVAL_LINE = r"(?i)^\s*(?:\[(?:test|val|valid|validation|eval|evaluation)\]|(?:test|val|valid|validation|eval|evaluation)(?: set)?(?:\s*:| \d+ [a-z]))"
 SET_INDEX = r"(?i)^(?:test|val|valid|validation|eval|evaluation|dev) set$"
 
 
@@ -209,7 +264,7 @@ SET_INDEX = r"(?i)^(?:test|val|valid|validation|eval|evaluation|dev) set$"
 # Retrieval-based-Voice-Conversion-WebUI#507), which the gate takes too (but `loss_scale` alone is no loss).
 KV_MATCH = (
     r"(?i)(?:loss|grad[_ ]norm|gnorm|ppl|perplexity)\s*[:= ]\s*[-+.\d]|(?:loss|grad[_ ]norm|gnorm|ppl|perplexity)\s*[:= ]\s*(?:nan|inf)"
-    r"|\bloss_[a-z]\w*=(?:[-+.\d]|nan|inf)"
+    r"|\bloss_[a-z]\w*=(?:[-+.\d]|nan|inf)|accuracy\s*[:=]\s*[-+.\d]"
 )
 JSON_GRAMMAR = Grammar("json", ('{"',), JSON_MATCH, extract_json)
-KV_GRAMMAR = Grammar("generic", ("loss", "grad_norm", "grad norm", "gnorm", "perplexity"), KV_MATCH, extract_kv)
+KV_GRAMMAR = Grammar("generic", ("loss", "grad_norm", "grad norm", "gnorm", "perplexity", "accuracy"), KV_MATCH, extract_kv)

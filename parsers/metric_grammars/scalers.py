@@ -27,7 +27,8 @@ RULES: list[tuple[str, str | None, bool, str | None]] = [
     (rf"OVERFLOW within closure! Skipping step, reducing loss scale to (?P<new>{NUM})", "new", True, None),
     (r"Gradient overflow, skipping update", None, True, None),
     (r"^OVERFLOW!$", None, True, None),
-    (rf"NOTE: (?:gradient )?overflow detected, (?:ignoring gradient, )?setting loss scale to: (?P<new>{NUM})", "new", True, None),
+    # Older fairseq prints the same message as `| WARNING: overflow detected, setting loss scale to: 0.25`.
+    (rf"(?:NOTE|WARNING): (?:gradient )?overflow detected, (?:ignoring gradient, )?setting loss scale to: (?P<new>{NUM})", "new", True, None),
     (rf"AMP: overflow detected, setting scale to to (?P<new>{NUM})", "new", True, None),
     (rf"Overflow occurs, the loss scale is adjusted to (?P<new>{NUM})", "new", True, None),
     (rf"No overflow for consecutive \d+ steps, the loss scale is adjusted to (?P<new>{NUM})", "new", False, None),

@@ -38,6 +38,8 @@ PLAYBOOK = declare(
             "bound": Threshold(1000, "absolute grad norm that counts as exploded when the run started well below it", "PLAYBOOKS.md gradient-explosion (default 1000)"),
             "window": Threshold(20, "logged points in the trailing window whose median is the baseline", "ours"),
             "min_points": Threshold(3, "consecutive exploded points (inf/NaN right after a rise count) needed to fire", "ours; a single spike is loss-spike's"),
+            "short_factor": Threshold(100, "in a short series (too few points for the window), grad norm relative to the median of all points before it that is blatant", "issue 13 (a value >= 100x its neighbours)"),
+            "short_min_prior": Threshold(2, "finite points before a blatant jump in a short series", "ours"),
         },
         doc="""\
 ## Symptom
@@ -54,7 +56,8 @@ fp16 overflow) is a consequence, so the onset here is where to look.
 with the logged `lr` to rank the causes (an LR still rising at the onset points at the LR).
 
 ## Known false positives
-Grad norms of the first steps are not compared (no baseline yet). A single isolated spike that
+Grad norms of the first steps are not compared (no baseline yet). A series too short for the window
+fires only on a blatant jump: at least 100x the median of every point before it (at least 2 of them). A single isolated spike that
 recovers is not an explosion (see `loss-spike`). A slow drift upward over a long run is not a rise
 "within a window".
 
@@ -92,7 +95,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     """First sustained run of exploded grad-norm points."""
     s = M.series(ctx, M.GRAD_NORM)
     if s.height < th["min_points"] + 5:
-        return None
+        return _short(s, ctx, th)
     f = flagged(s, th)
     r = M.ts.runs(f, pl.col("hot"), int(th["min_points"]))
     if r.height == 0:
@@ -148,3 +151,47 @@ def _causes(ctx: Context, part: pl.DataFrame, at: dict, run: dict, lr0: float | 
     if after.height and not run["to_end"] and bool(after.get_column("value").is_finite().all()):
         causes["bad_batch"] = 0.6  # it came back down on its own
     return causes, text
+
+
+def _short(s: pl.DataFrame, ctx: Context, th: dict) -> Detection | None:
+    """Too few points for the window: the first point at least `short_factor` times the median of all the finite
+    points before it (inf/NaN right after such a jump is its end)."""
+    if s.height < th["short_min_prior"] + 1:
+        return None
+    ranks = s.get_column("rank").drop_nulls()
+    part = (s.filter(pl.col("rank") == ranks.min()) if ranks.len() else s).sort("step")
+    v = pl.col("value")
+    fin = v.is_finite()
+    prior = pl.when(fin).then(v).otherwise(None)
+    f = part.with_columns(
+        prior.cum_count().shift(1).fill_null(0).alias("_n"),
+        # The median of every finite point before this one (an expanding median).
+        prior.rolling_median(window_size=part.height, min_samples=1).shift(1).alias("baseline"),
+    ).with_columns(pl.col("baseline").forward_fill())
+    hot = f.filter(fin & (pl.col("_n") >= th["short_min_prior"]) & (pl.col("baseline") > 0) & (v >= th["short_factor"] * pl.col("baseline")))
+    if hot.height == 0:
+        return None
+    at = hot.row(0, named=True)
+    after = f.filter(pl.col("step") > at["step"])
+    nonfinite = after.filter(~fin)
+    peak = f.filter(fin & (pl.col("step") >= at["step"])).sort("value").row(-1, named=True)
+    base = at["baseline"]
+    lr0 = M.lr_at(ctx, at["step"])
+    causes = {"lr_too_high": 0.7, "no_clipping": 0.4, "missing_warmup": 0.2, "bad_batch": 0.3}
+    tail = f" then {nonfinite.item(0, 'value')} at step {nonfinite.item(0, 'step')}" if nonfinite.height else ""
+    summary = (f"grad norm jumped from ~{M.fmt(base)} to {M.fmt(at['value'])} (x{M.fmt(at['value'] / base, 3)}) at step {at['step']}"
+               + (f", peak {M.fmt(peak['value'])}" if peak["step"] != at["step"] else "") + tail
+               + (f"; lr {M.fmt(lr0)}" if lr0 is not None else ""))
+    quoted = M.pick(f, [at["step"], peak["step"], nonfinite.item(0, "step") if nonfinite.height else None])
+    before = f.filter(pl.col("step") < at["step"]).tail(1)
+    return Detection(
+        summary=summary,
+        onset=M.onset_at(at),
+        evidence=M.quote(pl.concat([before, quoted], how="diagonal_relaxed")),
+        evidence_count=f.filter(pl.col("step") >= at["step"]).height,
+        causes=causes,
+        confidence=0.85,
+        facts={"onset_step": at["step"], "baseline": base, "peak": peak["value"], "peak_step": peak["step"],
+               "first_nonfinite_step": nonfinite.item(0, "step") if nonfinite.height else None, "lr_at_onset": lr0, "points": part.height},
+        ranks=[at["rank"]] if at.get("rank") is not None else [],
+    )

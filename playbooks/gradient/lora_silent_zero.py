@@ -40,6 +40,8 @@ PLAYBOOK = declare(
             "min_points": Threshold(3, "consecutive logged points at zero (or unchanged) after the first one (lora_B is zero at init by design)", "ours"),
             "atol": Threshold(1e-12, "a norm at or below this is zero", "anchors.md SMD AllZero / UnchangedTensor (atol 1e-8 on tensors; norms as printed)"),
             "rtol": Threshold(1e-5, "relative change between logged points below which a weight norm is unchanged", "anchors.md SMD UnchangedTensor (rtol 1e-5)"),
+            "replay_min_points": Threshold(4, "consecutive per-step losses equal, as printed, to those one epoch (a fixed lag) earlier: the model never changed", "issue 13 (per-step losses repeating exactly across epochs)"),
+            "replay_max_repeats": Threshold(20, "a loss value printed more often than this is a plateau, not a replay, and is not paired", "ours"),
         },
         doc="""\
 ## Symptom
@@ -57,7 +59,11 @@ debugging (`lora_zero`) where a parser emits them. Gradients flowing into weight
 point at the optimizer (not trainable / not in the optimizer); zero gradients at clipping, compile
 or DDP.
 
+Or the per-step losses of one epoch repeat those of the epoch before exactly, as printed, for 4+
+consecutive steps (same batches in the same order through a model that never changes).
+
 ## Known false positives
+A loss value seen twice by chance is no replay (4 consecutive equal pairs at one lag, 3+ distinct values).
 lora_B is zero at initialisation and lora_A's gradient is zero until lora_B moves: only values after
 the first logged point count.
 """,

@@ -42,6 +42,10 @@ PLAYBOOK = declare(
             "min_points": Threshold(8, "logged points needed in the judged tail", "ours"),
             "min_steps": Threshold(50, "training steps the logged loss must span before it is judged", "ours"),
             "min_progress": Threshold(0.1, "relative fall from the starting level the flat level must show to count as having learned", "ours; anchors.md SMD LossNotDecreasing (any decrease) is too weak for noisy mini-batch losses"),
+            "chance_tol": Threshold(0.02, "relative distance of the loss from ln(K) that counts as at chance (K classes)", "issue 13 (ln(K) ± 2%)"),
+            "chance_acc_tol": Threshold(0.25, "relative distance of the accuracy from 1/K that counts as at chance", "ours"),
+            "chance_min_points": Threshold(3, "last logged points that must sit at ln(K) with the accuracy at 1/K", "ours"),
+            "chance_min_points_loss_only": Threshold(5, "logged points needed when no accuracy is logged (the loss alone at ln(K) from the first point)", "ours"),
             "lnv_tol": Threshold(0.05, "nats between the flat level and ln(V) of a common vocabulary size for the uniform-prediction case", "ours"),
         },
         doc="""\

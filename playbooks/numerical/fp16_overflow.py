@@ -38,6 +38,7 @@ PLAYBOOK = declare(
             "window": Threshold(50, "logged points (or overflow messages' steps) per window", "ours"),
             "min_halvings": Threshold(4, "net halvings of the scale over the window (16x lower than before it) that make a collapse rather than the healthy saw-tooth", "ours"),
             "skip_share": Threshold(0.2, "share of a window's points that are skipped steps, where only a skipped-steps counter is logged", "ours"),
+            "calib_max_step": Threshold(1000, "step after which a leading run of halvings is never the start-up calibration", "ours; DeepSpeed/apex calibrate within the first tens of steps"),
             "min_scale": Threshold(1.0, "loss scale at or below which the scaler has collapsed to its floor", "DeepSpeed/Megatron min_loss_scale default 1 (formats.md §1.2, §1.3)"),
         },
         doc="""\
@@ -105,6 +106,9 @@ def collapse(rows: pl.DataFrame, th: dict, scaled: bool = True, run_start: int |
     # ... and only when nothing was logged before it: overflows after normal steps are no calibration.
     at_start = run_start is None or first_run.height == 0 or first_run.item(0, "step") is None \
         or int(first_run.item(0, "step")) <= run_start + 1
+    # ... and never deep into training (a paste that starts at an epoch summary of update 10,198).
+    if first_run.height and first_run.item(0, "step") is not None and int(first_run.item(0, "step")) > th["calib_max_step"]:
+        at_start = False
     if first_run.height and bool(first_run.item(0, "down")) and first_run.item(0, "_i") <= 1 and at_start:
         calib = int(first_run.item(-1, "_i")) + 1
     post = rows.filter(pl.col("_i") >= calib)

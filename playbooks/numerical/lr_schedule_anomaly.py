@@ -45,6 +45,7 @@ PLAYBOOK = declare(
         verify="Plot the logged LR against step next to the configured schedule",
         fix="Step the scheduler per optimizer step, set the total steps, restore the scheduler state on resume",
         thresholds={
+            "zero_early_share": Threshold(0.5, "share of the printed total epochs (`epoch: 5/50`) by which an LR that decayed to 0 ended its schedule too early", "ours; issue 13"),
             "min_points": Threshold(3, "logged points of a zero-LR stretch that count (a decay reaching 0 only at its last point is normal)", "ours"),
             "jump_factor": Threshold(3.0, "one warmup increment this many times the median increment is a jump", "ours"),
             "jump_share": Threshold(0.25, "and at least this share of the peak LR", "ours"),
@@ -62,6 +63,9 @@ and 25%+ of the peak (jump at the warmup boundary); a rise of 5%+ of the peak af
 decayed 10% below it (restarted schedule); a staircase of 3+ flat levels whose drops are all small
 (new/old > 0.7: a per-step schedule stepped per epoch); a constant LR when a schedule is known to be
 configured.
+
+An LR that decayed to exactly 0 at an epoch the log prints as at most half of the run's total
+(`epoch: 5/50`) ends its schedule early, even at its last logged point.
 
 ## Why it matters
 A wrong schedule trains at the wrong LR for most of the run without any error.
@@ -87,6 +91,9 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         return None
     if float(s.get_column("value").abs().max()) == 0.0:
         return None  # a zero LR throughout: loss-stagnation's lr_zero
+    early = _zero_early(ctx, s, th)
+    if early is not None:
+        return early
     found = M.ts.lr_anomalies(
         s, min_points=int(th["min_points"]), jump_factor=th["jump_factor"], jump_share=th["jump_share"],
         rise_tol=th["rise_tol"], decay_tol=th["decay_tol"], stair_min_levels=int(th["stair_min_levels"]),
@@ -110,3 +117,28 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         confidence=0.85,
         facts={"anomalies": [a.kind for a in found], "onset_step": first.step, **{f"{first.kind}_{k}": v for k, v in first.numbers.items()}},
     )
+
+
+def _zero_early(ctx: Context, s: pl.DataFrame, th: dict) -> Detection | None:
+    """The LR decayed to 0 at an epoch the log prints as at most `zero_early_share` of the total epochs."""
+    total = M.series(ctx, ("epoch_total",), finite=True)
+    epoch = M.series(ctx, ("epoch",), finite=True)
+    if total.height == 0 or epoch.height == 0:
+        return None
+    ranks = s.get_column("rank").drop_nulls()
+    lr = (s.filter(pl.col("rank") == ranks.min()) if ranks.len() else s).sort("step")
+    decayed = lr.filter((pl.col("value") == 0) & (pl.col("value").shift(1) > 0))
+    if decayed.height == 0:
+        return None
+    at = decayed.join(epoch.select("rank", "step", pl.col("value").alias("_e")), on=["rank", "step"], nulls_equal=True).join(
+        total.select("rank", "step", pl.col("value").alias("_t")), on=["rank", "step"], nulls_equal=True)
+    at = at.filter((pl.col("_t") > 0) & ((pl.col("_e") + 1) <= th["zero_early_share"] * pl.col("_t")))
+    if at.height == 0:
+        return None
+    row = at.row(0, named=True)
+    before = lr.filter(pl.col("step") < row["step"]).tail(1)
+    summary = (f"the LR decayed to 0 at epoch {int(row['_e'])} of {int(row['_t'])} (step {row['step']}) while training goes on: "
+               f"the schedule ends after {(row['_e'] + 1) / row['_t']:.0%} of the epochs")
+    return Detection(summary=summary, onset=M.onset_at(row), evidence=M.quote(pl.concat([before, at.head(1)], how="diagonal_relaxed")),
+                     evidence_count=lr.filter(pl.col("step") >= row["step"]).height, causes={"wrong_total_steps": 0.9}, confidence=0.8,
+                     facts={"epoch": row["_e"], "epochs_total": row["_t"], "onset_step": row["step"]})

@@ -29,7 +29,11 @@ PLAYBOOK = declare(
         fix="More workers, prefetch, cache preprocessing",
         thresholds={
             "data_share": Threshold(0.20, "share of step time spent waiting for data", "PLAYBOOKS.md dataloader-bottleneck (default >20%)"),
-            "min_steps": Threshold(5, "steps needed before the share is judged", "ours"),
+            "min_steps": Threshold(5, "steps needed before the median share is judged", "ours"),
+            "blatant_share": Threshold(0.5, "share of the summed step time (or of the running averages) that decides from a few points", "issue 13 (decide on a few points when blatant)"),
+            "short_min_points": Threshold(2, "logged points, warm-up left out, needed for the summed share", "ours"),
+            "warmup_batches": Threshold(3, "first batches of each epoch left out where the log prints the batch index", "ours"),
+            "avg_min_batches": Threshold(500, "batch of the epoch from which a running average is judged when the epoch's first batch is not logged", "ours; one slow first batch weighs under 1/500 of it"),
         },
         doc="""\
 ## Symptom
@@ -44,7 +48,10 @@ Every millisecond waiting for data is lost throughput; more GPUs do not help.
 `spans` (DataLoader `__next__` within `ProfilerStep#N`) and `metrics` (`data_time_ms`, `step_time_ms`).
 
 ## Known false positives
-The first steps (workers starting) and the first step of each epoch are excluded.
+The first logged point of each rank and of each epoch (workers starting), and the first 3 batches of an
+epoch where the log prints the batch index, are left out. With fewer than 5 points the summed data time
+must be at least half the summed step time; the running averages (`Data 0.000 (2.393)`) are judged only
+500 batches into an epoch or with the epoch's first batch logged and taken out.
 """,
     )
 )

@@ -1,4 +1,4 @@
-"""dataloader-bottleneck from logged data time vs step time (MetricLogger `data:`/`time:`, ImageNet `Data`/`Time`)."""
+"""dataloader-bottleneck from logged data time vs step time (MetricLogger `data:`/`time:`, ImageNet `Data`/`Time`, mmcv, Paddle, lerobot)."""
 
 from __future__ import annotations
 
@@ -10,38 +10,116 @@ from forensics.contracts.context import Context
 from forensics.contracts.model import Detection
 
 DATA_TIME = ("data_time_ms",)
+DATA_AVG = ("data_time_avg_ms",)
+STEP_AVG = ("step_time_avg_ms",)
+CAUSES = {"too_few_workers": 0.7, "heavy_transforms": 0.6, "no_prefetch": 0.3}
 
 
 @PLAYBOOK.detector(("metrics",))
 def detect_metrics(ctx: Context, th: dict) -> Detection | None:
-    """Median share of step time spent waiting for data, per rank, after the first logged point."""
-    d = M.series(ctx, DATA_TIME, finite=True)
-    t = M.series(ctx, M.STEP_TIME, finite=True)
+    """Share of step time spent waiting for data, per rank, warm-up points left out: the median share over
+    enough points, else the share of the summed times over a few points when it is blatant, else the
+    meters' running averages deep into an epoch."""
+    j = _joined(ctx, DATA_TIME, M.STEP_TIME)
+    if j.height == 0:
+        return _from_running_averages(ctx, th)
+    j = _without_warmup(ctx, j, th)
+    if j.height >= th["min_steps"]:
+        found = _median_share(j, th)
+        if found is not None:
+            return found
+    if j.height >= th["short_min_points"]:
+        found = _summed_share(j, th)
+        if found is not None:
+            return found
+    return _from_running_averages(ctx, th)
+
+
+def _joined(ctx: Context, data: tuple[str, ...], step: tuple[str, ...]) -> pl.DataFrame:
+    d = M.series(ctx, data, finite=True)
+    t = M.series(ctx, step, finite=True)
     if d.height == 0 or t.height == 0:
-        return None
+        return pl.DataFrame()
     j = d.join(t.select("rank", "step", pl.col("value").alias("step_ms"), pl.col("line").alias("t_line")), on=["rank", "step"],
                nulls_equal=True).sort("rank", "step")
-    # The first logged point of a loader (workers starting) is left out.
-    j = j.filter(pl.int_range(pl.len()).over("rank") >= 1).filter(pl.col("step_ms") > 0)
-    if j.height < th["min_steps"]:
-        return None
-    j = j.with_columns((pl.col("value") / pl.col("step_ms")).alias("share"))
+    return j.filter(pl.col("step_ms") > 0).with_columns((pl.col("value") / pl.col("step_ms")).alias("share"))
+
+
+def _without_warmup(ctx: Context, j: pl.DataFrame, th: dict) -> pl.DataFrame:
+    """Leave out the loader's warm-up: the first logged point of each rank, the first of each epoch, and the first
+    `warmup_batches` batches of an epoch where the log prints the batch index."""
+    j = j.filter(pl.int_range(pl.len()).over("rank") >= 1)
+    ep = M.series(ctx, ("epoch",), finite=True)
+    if ep.height and j.height:
+        j = j.join(ep.select("rank", "step", pl.col("value").alias("_ep")), on=["rank", "step"], how="left", nulls_equal=True)
+        first = (pl.col("_ep") != pl.col("_ep").shift(1).over("rank")).fill_null(False)
+        j = j.filter(~first).drop("_ep")
+    b = M.series(ctx, ("epoch_batch",), finite=True)
+    if b.height and j.height:
+        j = j.join(b.select("rank", "step", pl.col("value").alias("_b")), on=["rank", "step"], how="left", nulls_equal=True)
+        j = j.filter(pl.col("_b").is_null() | (pl.col("_b") >= th["warmup_batches"])).drop("_b")
+    return j
+
+
+def _median_share(j: pl.DataFrame, th: dict) -> Detection | None:
     per = j.group_by("rank").agg(pl.col("share").median().alias("share"), pl.col("value").median().alias("data"),
                                  pl.col("step_ms").median().alias("step"), pl.len().alias("n")).sort("share", descending=True)
     top = per.row(0, named=True)
     if top["share"] < th["data_share"]:
         return None
     rows = j.filter(pl.col("rank").eq_missing(top["rank"]) & (pl.col("share") >= th["data_share"]))
-    first = rows.row(0, named=True)
     where = f" on rank {top['rank']}" if top["rank"] is not None else ""
     summary = (f"waiting for data takes {top['share']:.0%} of each step{where}: median data time {M.fmt(top['data'])} ms "
                f"of {M.fmt(top['step'])} ms per step over {top['n']} logged points")
-    return Detection(
-        summary=summary,
-        onset=M.onset_at(first),
-        evidence=M.quote(rows.head(2)),
-        evidence_count=rows.height,
-        causes={"too_few_workers": 0.7, "heavy_transforms": 0.6, "no_prefetch": 0.3},
-        confidence=0.85,
-        facts={"data_share": top["share"], "data_ms": top["data"], "step_ms": top["step"], "points": top["n"]},
-    )
+    return _detection(summary, rows, {"data_share": top["share"], "data_ms": top["data"], "step_ms": top["step"], "points": top["n"]})
+
+
+def _summed_share(j: pl.DataFrame, th: dict) -> Detection | None:
+    """A few points: the share of all the logged step time that was data time, when at least `blatant_share`."""
+    per = j.group_by("rank").agg((pl.col("value").sum() / pl.col("step_ms").sum()).alias("share"), pl.col("value").sum().alias("data"),
+                                 pl.col("step_ms").sum().alias("step"), pl.len().alias("n")).sort("share", descending=True)
+    top = per.row(0, named=True)
+    if top["share"] < th["blatant_share"]:
+        return None
+    rows = j.filter(pl.col("rank").eq_missing(top["rank"])).sort("share", descending=True)
+    where = f" on rank {top['rank']}" if top["rank"] is not None else ""
+    summary = (f"waiting for data took {top['share']:.0%} of the logged step time{where}: {M.fmt(top['data'])} ms of data time "
+               f"in {M.fmt(top['step'])} ms over {top['n']} logged steps (warm-up left out)")
+    return _detection(summary, rows, {"data_share": top["share"], "data_ms": top["data"], "step_ms": top["step"], "points": top["n"]})
+
+
+def _from_running_averages(ctx: Context, th: dict) -> Detection | None:
+    """The meters' running averages (`Data 0.000 (2.393)`) at a batch deep into its epoch, the epoch's first
+    logged batch taken out of the average where it is logged."""
+    a = _joined(ctx, DATA_AVG, STEP_AVG)
+    b = M.series(ctx, ("epoch_batch",), finite=True)
+    if a.height == 0 or b.height == 0:
+        return None
+    a = a.join(b.select("rank", "step", pl.col("value").alias("_b")), on=["rank", "step"], nulls_equal=True)
+    # The epoch's batch 0 (its value is its own average): taken out of the later averages of that epoch.
+    a = a.with_columns((pl.col("step") - pl.col("_b")).alias("_e0"))
+    zero = a.filter(pl.col("_b") == 0).select("rank", pl.col("_e0"), pl.col("value").alias("_d0"), pl.col("step_ms").alias("_t0"))
+    a = a.join(zero, on=["rank", "_e0"], how="left", nulls_equal=True)
+    m = pl.col("_b") + 1
+    data = pl.when(pl.col("_d0").is_not_null()).then(pl.col("value") * m - pl.col("_d0")).otherwise(pl.col("value") * m)
+    step = pl.when(pl.col("_t0").is_not_null()).then(pl.col("step_ms") * m - pl.col("_t0")).otherwise(pl.col("step_ms") * m)
+    deep = (pl.col("_b") >= th["avg_min_batches"]) | (pl.col("_d0").is_not_null() & (pl.col("_b") >= th["warmup_batches"]))
+    a = a.filter(deep).with_columns((data / step).alias("share")).filter(step > 0)
+    if a.height == 0:
+        return None
+    last = a.sort("step").group_by("rank", maintain_order=True).last().sort("share", descending=True)
+    top = last.row(0, named=True)
+    if top["share"] < th["blatant_share"]:
+        return None
+    where = f" on rank {top['rank']}" if top["rank"] is not None else ""
+    summary = (f"waiting for data takes {top['share']:.0%} of step time{where} by the meters' running averages: data "
+               f"{M.fmt(top['value'])} ms of {M.fmt(top['step_ms'])} ms per step at batch {int(top['_b'])} of the epoch"
+               + (" (its first batch left out)" if top["_d0"] is not None else ""))
+    return _detection(summary, a.filter(pl.col("rank").eq_missing(top["rank"])).tail(2),
+                      {"data_share": top["share"], "data_ms": top["value"], "step_ms": top["step_ms"], "points": a.height})
+
+
+def _detection(summary: str, rows: pl.DataFrame, facts: dict) -> Detection:
+    first = rows.row(0, named=True)
+    return Detection(summary=summary, onset=M.onset_at(first), evidence=M.quote(rows.head(2)), evidence_count=rows.height,
+                     causes=CAUSES, confidence=0.85, facts=facts)

@@ -1,0 +1,124 @@
+"""loss-stagnation from a handful of points: the loss at ln(K) with the accuracy at 1/K (a K-class model at chance)."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+from forensics.playbooks import metric_series as M
+from forensics.playbooks.gradient.loss_stagnation import PLAYBOOK
+from forensics.playbooks.gradient.loss_stagnation import detect as detect_window
+
+from forensics.contracts.context import Context
+from forensics.contracts.model import Detection
+
+# Class counts of the datasets people train classifiers on (binary, MNIST/CIFAR-10, CIFAR-100, ImageNet-1k):
+# with no accuracy logged, a loss flat at ln(K) names K only for these (any level is ln of *some* number).
+COMMON_CLASSES = (2, 10, 100, 1000)
+# Which split a loss or accuracy belongs to, from its canonical name's prefix.
+_SPLIT = r"^(eval_|val_|valid_|validation_|test_)"
+ACC = r"^(?:eval_|val_|valid_|validation_|test_)?(?:acc|accuracy|top1|acc1|acc@1|prec@1|prec1)$"
+ERROR = r"^(?:eval_|val_|valid_|validation_|test_)?error$"
+EVAL_LOSS = ("eval_loss", "test_loss", "val_loss", "valid_loss", "validation_loss")
+
+
+@PLAYBOOK.detector(("metrics",))
+def detect(ctx: Context, th: dict) -> Detection | None:
+    """The last points of a loss at ln(K) ± chance_tol, with its split's accuracy at 1/K (or, with no accuracy,
+    flat at ln(K) for a common class count K from the first point). Runs where the window rule already
+    decides are left to it."""
+    if not ctx.has("metrics") or detect_window(ctx, th) is not None:
+        return None
+    accs = {_split(n): n for n in M.names_like(ctx, ACC)}
+    errs = {_split(n): n for n in M.names_like(ctx, ERROR)}
+    losses = [n for n in (M.present(ctx, M.LOSS)[:1] + M.present(ctx, EVAL_LOSS))]
+    for name in losses:
+        split = _split(name)
+        found = _at_chance(ctx, name, accs.get(split), errs.get(split), th)
+        if found is not None:
+            return found
+    return None
+
+
+def _split(name: str) -> str:
+    """`eval` for eval/val/validation/test names (one held-out set), `` for training ones."""
+    return "eval" if any(name.startswith(p) for p in ("eval_", "val_", "valid_", "validation_", "test_")) else ""
+
+
+def _at_chance(ctx: Context, name: str, acc_name: str | None, err_name: str | None, th: dict) -> Detection | None:
+    s = M.series(ctx, name, finite=True)
+    ranks = s.get_column("rank").drop_nulls()
+    if ranks.len():
+        s = s.filter(pl.col("rank") == ranks.min())
+    s = s.sort("step")
+    n = s.height
+    if n < th["chance_min_points"]:
+        return None
+    judged = s.tail(max(int(th["chance_min_points"]), n // 2))
+    v = judged.get_column("value")
+    # The lower quartile: a loss stuck at chance has upward outliers (hard batches), never points well below it.
+    level = float(v.quantile(0.25))
+    if level < math.log(2) * (1 - th["chance_tol"]):
+        return None
+    acc = _accuracy(ctx, acc_name, err_name, judged)
+    # K: a common class count, or (with an accuracy to confirm it) the count the loss itself implies.
+    ks = sorted({*COMMON_CLASSES, max(2, round(math.exp(level)))} if acc is not None else set(COMMON_CLASSES),
+                key=lambda c: abs(math.log(c) - level))
+    k = ks[0]
+    ln_k = math.log(k)
+    tol = th["chance_tol"] * ln_k
+    if abs(level - ln_k) > tol or float(v.min()) < ln_k - 3 * tol:
+        return None
+    if acc is not None:
+        if abs(acc - 1 / k) > th["chance_acc_tol"] / k:
+            return None
+        why = f"accuracy {acc:.3g} ≈ 1/{k}"
+    else:
+        every = s.get_column("value")
+        # With no accuracy: more points, and at ln(K) from the first point on.
+        if n < th["chance_min_points_loss_only"]:
+            return None
+        if abs(float(every.quantile(0.25)) - ln_k) > tol or float(every.min()) < ln_k - 3 * tol:
+            return None
+        # No learning on the way: the last third not `min_progress` below the first third (a loss falling through
+        # ln(K) on its way down is learning, however close its last points are).
+        third = max(1, n // 3)
+        if float(every.tail(third).median()) < (1 - th["min_progress"]) * float(every.head(third).median()):
+            return None
+        why = f"flat there from the first logged point (step {s.item(0, 'step')})"
+    first = judged.row(0, named=True)
+    lr_max = None
+    lr_s = M.series(ctx, M.LR, finite=True)
+    if lr_s.height:
+        lr_max = float(lr_s.get_column("value").max())
+    causes = {"lr_zero": 1.0, "weights_frozen": 0.1} if lr_max is not None and lr_max <= 1e-8 else \
+        {"weights_frozen": 0.5, "vanishing_gradient": 0.4, "labels_masked": 0.4, "clipped_updates": 0.2}
+    summary = (f"{name} at {M.fmt(level)} ≈ ln({k}) = {ln_k:.4g}, the loss of a uniform guess over {k} classes, "
+               f"over the last {judged.height} of {n} logged points; {why}")
+    return Detection(
+        summary=summary,
+        onset=M.onset_at(first),
+        evidence=M.quote(pl.concat([judged.head(1), judged.tail(1)], how="diagonal_relaxed")),
+        evidence_count=judged.height,
+        causes=causes,
+        confidence=0.85,
+        facts={"level": level, "classes": k, "ln_classes": ln_k, "accuracy": acc, "points": n, "series": name},
+    )
+
+
+def _accuracy(ctx: Context, acc_name: str | None, err_name: str | None, judged: pl.DataFrame) -> float | None:
+    """Median accuracy (as a fraction) over the judged steps, from an accuracy or an error-rate series."""
+    for nm, flip in ((acc_name, False), (err_name, True)):
+        if nm is None:
+            continue
+        a = M.series(ctx, nm, finite=True)
+        if a.height == 0:
+            continue
+        lo = judged.item(0, "step")
+        tail = a.filter(pl.col("step") >= lo) if a.filter(pl.col("step") >= lo).height else a.tail(judged.height)
+        val = float(tail.get_column("value").median())
+        # Percentages (`Accuracy: 10.17`, `10.64 %`) -> fractions.
+        if float(a.get_column("value").max()) > 1.0:
+            val /= 100.0
+        return 1.0 - val if flip else val
+    return None
