@@ -48,6 +48,9 @@ class Playbook:
     detectors: list[tuple[Detector, tuple[str, ...]]] = field(default_factory=list)
     # Needs a second run (--baseline) to say anything.
     needs_baseline: bool = False
+    # A catch-all (unclassified-failure): its finding gives way to any specific finding of severity high or above
+    # unless it came first and that finding is among its consequences (see engine.drop_claimed_fallbacks).
+    fallback: bool = False
 
     def detector(self, tables: tuple[str, ...] | None = None) -> Callable[[Detector], Detector]:
         """Decorator adding a detector that reads `tables` (default: the playbook's tables)."""
