@@ -23,11 +23,12 @@ import tomllib
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from forensics.contracts.context import Context
-from forensics.ingest import ingest
 from forensics.playbooks.base import registry
 from forensics.playbooks.failure_signals import failure_signals
 from forensics.playbooks.lexicon import LEXICON_PATH, Lexicon, tokens
+
+from forensics.contracts.context import Context
+from forensics.ingest import ingest
 
 ROOT = Path(__file__).resolve().parents[1]
 INCIDENTS = ROOT / "tests" / "recordings" / "incidents"

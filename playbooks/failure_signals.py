@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import polars as pl
+from forensics.playbooks.fields import field
 
 from forensics.contracts.context import Context, sort_by_onset
-from forensics.playbooks.fields import field
 
 # Codes that end a process whatever else the log says: an uncaught exception, a C++ abort, a fatal signal,
 # a launcher or scheduler reporting a child's non-zero exit, a kill.

@@ -24,12 +24,7 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _HEXLIKE = re.compile(r"^(?:0x)?[0-9a-f]{6,}$")
 # Words every Python or C++ failure prints, whatever went wrong: they tell no playbook apart.
-STOP = frozenset("""
-the and for with from that this not was are has have had been will can could into when then than but its
-file line call last most recent traceback error errors exception raised self return raise none true false
-in on at of to is be by or an as it if do no py lib site packages python home user usr local bin opt conda
-anaconda envs env frame unknown function main module args kwargs run self
-""".split())
+STOP = frozenset(["the", "and", "for", "with", "from", "that", "this", "not", "was", "are", "has", "have", "had", "been", "will", "can", "could", "into", "when", "then", "than", "but", "its", "file", "line", "call", "last", "most", "recent", "traceback", "error", "errors", "exception", "raised", "self", "return", "raise", "none", "true", "false", "in", "on", "at", "of", "to", "is", "be", "by", "or", "an", "as", "it", "if", "do", "no", "py", "lib", "site", "packages", "python", "home", "user", "usr", "local", "bin", "opt", "conda", "anaconda", "envs", "env", "frame", "unknown", "function", "main", "module", "args", "kwargs", "run", "self"])
 
 
 def tokens(text: str, max_chars: int = 20_000) -> set[str]:
