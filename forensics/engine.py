@@ -171,18 +171,20 @@ def _rank_causes(f: Finding) -> None:
 
 
 def drop_claimed_fallbacks(findings: list[Finding]) -> list[Finding]:
-    """A catch-all finding gives way to specific findings of severity high or above.
+    """A catch-all finding gives way to every specific finding above info.
 
     It stays only when every such finding is among its consequences and starts strictly after it (a crash on one
     rank before the others time out in a collective); when the order cannot be told, the specific finding wins.
     """
-    specific = [f for f in findings if not f.playbook.fallback and f.severity >= Severity.HIGH]
+    specific = [f for f in findings if not f.playbook.fallback and f.severity > Severity.INFO]
     if not specific:
         return findings
 
     def stays(f: Finding) -> bool:
+        mine = {(e.file, e.line) for e in f.evidence}
+        # A finding that quotes one of the catch-all's failure lines has claimed that failure.
         return all(g.id in f.playbook.explains and not_later(f.onset, g.onset) and not not_later(g.onset, f.onset)
-                   for g in specific)
+                   and not mine & {(e.file, e.line) for e in g.evidence} for g in specific)
 
     return [f for f in findings if not f.playbook.fallback or stays(f)]
 

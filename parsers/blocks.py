@@ -157,7 +157,8 @@ def _tb_classes(body: pl.Series) -> dict[str, np.ndarray]:
         return s.fill_null(False).to_numpy()
 
     frame = body.str.contains(r'^\s*(?:> )?File "|^\s+\[Previous line repeated').fill_null(False)
-    code = (body.str.starts_with("    ") | body.str.contains(r"^\s+[~^]+\s*$")).fill_null(False)
+    # A paste may elide frames with a line of dots (`......`, `...`, `…`): it stays inside the frames run.
+    code = (body.str.starts_with("    ") | body.str.contains(r"^\s+[~^]+\s*$|^\s*(?:\.{3,}|…+)\s*$")).fill_null(False)
     blank = (stripped.str.len_bytes() == 0).fill_null(False)
     # loguru / better_exceptions tracebacks put blank lines after the opener, between the frames
     # (each followed by `│ └ value` annotation lines) and before the exception line: inside a

@@ -48,7 +48,7 @@ class Playbook:
     detectors: list[tuple[Detector, tuple[str, ...]]] = field(default_factory=list)
     # Needs a second run (--baseline) to say anything.
     needs_baseline: bool = False
-    # A catch-all (unclassified-failure): its finding gives way to any specific finding of severity high or above
+    # A catch-all (unclassified-failure): its finding gives way to any specific finding above info
     # unless it came first and that finding is among its consequences (see engine.drop_claimed_fallbacks).
     fallback: bool = False
 

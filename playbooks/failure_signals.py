@@ -21,6 +21,7 @@ BENIGN_EXCEPTIONS = r"^(?:\w+\.)*(?:KeyboardInterrupt|SystemExit|\w*Warning)$"
 CTRL_C = r"^\^C|\n\^C|KeyboardInterrupt"
 # The innermost frame of an exception raised while stopping (a GUI wrapper's terminate, __del__, __exit__,
 # a close or cleanup hook): an error of the shutdown after the run, not the run's failure.
+WARNING_TEXT = r"(?i)warning\b"
 TEARDOWN_FUNCTIONS = r"^(?:terminate|shutdown|_?shutdown_\w*|close|_?cleanup\w*|__del__|__exit__|_exitfunc|atexit\w*|stop)$"
 
 
@@ -34,16 +35,34 @@ def failure_signals(ctx: Context) -> pl.DataFrame:
     ev = ctx.events.filter(pl.col("severity") == "error")
     if ev.height == 0:
         return ev
-    ev = ev.filter(~pl.col("code").is_in(list(OUTSIDE_STOP_CODES)))
+    ev = _before_outside_stop(ctx, ev.filter(~pl.col("code").is_in(list(OUTSIDE_STOP_CODES))))
+    # srun's `Terminated` is SIGTERM sent to the tasks (a time limit, a cancel): a stop, not a failure of theirs.
+    ev = ev.filter(~((pl.col("code") == "slurm_task_failed") & (field("status").fill_null("") == "Terminated")))
     tb = pl.col("code") == "python_traceback"
     exc = field("exc_type").fill_null("")
     benign = tb & (exc.str.contains(BENIGN_EXCEPTIONS) | pl.col("text").str.contains(CTRL_C))
     teardown = tb & field("function").fill_null("").str.contains(TEARDOWN_FUNCTIONS)
     ev = ev.filter(~(benign | teardown))
     fatal = pl.col("code").is_in(list(FATAL_CODES))
+    # An error-level line that says it is a warning (`UserWarning: CUDA initialization: …`, fairseq's `| WARNING: ran
+    # out of memory …` before it skips the batch) ends nothing by itself.
+    ev = ev.filter(fatal | ~pl.col("message").str.contains(WARNING_TEXT))
     ev = ev.with_columns(_progress_after(ctx, ev).alias("_went_on"))
     # A traceback followed by more progress of its rank was caught (logged) and training went on.
     return sort_by_onset(ev.filter(~pl.col("_went_on") | (fatal & ~tb)).drop("_went_on"))
+
+
+def _before_outside_stop(ctx: Context, ev: pl.DataFrame) -> pl.DataFrame:
+    """Signals before the first stop from outside: what follows a cancel or a preemption is the stop's own doing."""
+    stops = ctx.events_of(*OUTSIDE_STOP_CODES)
+    if stops.height == 0 or ev.height == 0:
+        return ev
+    first_line = stops.group_by("file").agg(pl.col("line").min().alias("_stop"))
+    first_ts = stops.get_column("ts").drop_nulls().min()
+    ev = ev.join(first_line, on="file", how="left").filter(pl.col("_stop").is_null() | (pl.col("line") < pl.col("_stop"))).drop("_stop")
+    if first_ts is not None:
+        ev = ev.filter(pl.col("ts").is_null() | (pl.col("ts") < first_ts))
+    return ev
 
 
 def _progress_after(ctx: Context, ev: pl.DataFrame) -> pl.Series:

@@ -77,9 +77,10 @@ Healthy endings are not failures: a `KeyboardInterrupt` (Ctrl-C, also a `^C` pas
 traceback), `SystemExit`, warnings, an exception raised in a teardown function after the work
 (`terminate`, `close`, `__del__`, `__exit__`, `shutdown`), an error after which the same rank's
 training went on (caught and logged, a retry that succeeded), and a stop from outside (scheduler time
-limit, `scancel`, preemption). This playbook stays below every specific one: when another playbook of
-severity high or above has a finding, this one is dropped unless it came first and that finding is
-among its consequences (a crash on one rank that left the others timing out in a collective).
+limit, `scancel`, preemption, srun's `Terminated` tasks) and what follows it; an error-level line that
+says it is a warning. This playbook stays below every specific one: when another playbook has a finding
+above info, this one is dropped unless it came first and that finding is among its consequences (a
+crash on one rank that left the others timing out in a collective).
 """,
     )
 )
