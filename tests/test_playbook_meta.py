@@ -38,7 +38,7 @@ def test_event_codes_used_by_playbooks_exist_in_the_signature_table():
     import tomllib
 
     codes = {s["code"] for s in tomllib.loads((ROOT / "parsers" / "signatures.toml").read_text())["signature"]}
-    codes |= {"python_traceback", "cpp_frames", "torchrun_child_failed_report", "nvidia_smi_table", "torchrun_error_file"}
+    codes |= {"python_traceback", "cpp_frames", "cpp_stacktrace", "torchrun_child_failed_report", "nvidia_smi_table", "torchrun_error_file"}
     used = set()
     for path in (ROOT / "playbooks").rglob("*.py"):
         for tup in re.findall(r"^[A-Z_]+CODES = \(([^)]*)\)", path.read_text(), flags=re.M):
@@ -48,7 +48,9 @@ def test_event_codes_used_by_playbooks_exist_in_the_signature_table():
 
 
 def test_positive_and_nearmiss_samples_exist():
+    # Both layouts: `sample_logs/<id>[-case]/` and `sample_logs/<id>/<case>/` (named `<id>-<case>` here).
     names = {p.name for p in SAMPLES.iterdir() if p.is_dir()}
+    names |= {f"{p.parent.name}-{p.name}" for p in SAMPLES.glob("*/*") if (p / "expect.toml").is_file()}
     positive = [pid for pid in PBS if not any(n == pid or (n.startswith(pid + "-") and "nearmiss" not in n) for n in names)]
     nearmiss = [pid for pid in PBS if not PBS[pid].needs_baseline and not any(n.startswith(pid) and "nearmiss" in n for n in names)]
     assert not positive, positive

@@ -13,7 +13,16 @@ from forensics.engine import analyze
 from forensics.ingest import ingest
 from tests.conftest import SAMPLES
 
-EXPECTS = sorted(SAMPLES.glob("*.expect.toml"))
+# Two layouts: `<folder>.expect.toml` beside the folder, and `<playbook>/<case>/expect.toml` inside it.
+EXPECTS = sorted(SAMPLES.glob("*.expect.toml")) + sorted(SAMPLES.glob("*/*/expect.toml"))
+
+
+def _folder(expect_path: Path) -> Path:
+    return expect_path.parent if expect_path.name == "expect.toml" else SAMPLES / expect_path.name.removesuffix(".expect.toml")
+
+
+def _name(expect_path: Path) -> str:
+    return str(_folder(expect_path).relative_to(SAMPLES))
 
 
 def _analysis(folder: Path, expect: dict):
@@ -23,10 +32,10 @@ def _analysis(folder: Path, expect: dict):
     return analyze(ctx)
 
 
-@pytest.mark.parametrize("expect_path", EXPECTS, ids=[p.name.removesuffix(".expect.toml") for p in EXPECTS])
+@pytest.mark.parametrize("expect_path", EXPECTS, ids=[_name(p) for p in EXPECTS])
 def test_sample(expect_path: Path):
     expect = tomllib.loads(expect_path.read_text())
-    folder = SAMPLES / expect_path.name.removesuffix(".expect.toml")
+    folder = _folder(expect_path)
     assert folder.is_dir(), f"{folder} missing"
     a = _analysis(folder, expect)
     assert not a.errored, a.errored
@@ -56,6 +65,10 @@ def test_sample(expect_path: Path):
 
 def test_every_sample_folder_has_an_expectation():
     folders = {p.name for p in SAMPLES.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
-    expected = {p.name.removesuffix(".expect.toml") for p in EXPECTS}
+    # A playbook folder of the nested layout holds case folders, each with its expect.toml.
+    nested = {p.name for p in SAMPLES.iterdir() if p.is_dir() and any(p.glob("*/expect.toml"))}
+    folders -= nested
+    assert all((c / "expect.toml").is_file() for n in nested for c in (SAMPLES / n).iterdir() if c.is_dir())
+    expected = {_name(p) for p in EXPECTS}
     baselines = {tomllib.loads(p.read_text()).get("baseline") for p in EXPECTS}
     assert folders - expected - baselines == set()
