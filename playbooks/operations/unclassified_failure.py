@@ -102,7 +102,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     lead = votes[0] if votes else None
     hint = ""
     if lead is not None and lead.words:
-        hint = f"; most likely {lead.candidate} ({lead.likelihood:.0%}: {', '.join(w for w, _ in lead.words[:4])})"
+        name = "a bug of the program itself" if lead.candidate == PID else lead.candidate
+        hint = f"; most likely {name} ({lead.likelihood:.0%}, words: {', '.join(w for w, _ in lead.words[:4])})"
     final_row = sig.filter((pl.col("file") == final["file"]) & (pl.col("line") == final["line"]))
     quoted = pl.concat([final_row, sig.join(final_row.select("file", "line"), on=["file", "line"], how="anti")], how="vertical_relaxed")
     d = Detection(
