@@ -232,7 +232,7 @@ def _tracebacks(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
         if not m:
             continue
         prefix = row["text"][: m.start()]
-        if prefix.rstrip().endswith("traceback :") or _IPY_START.match(row["text"]):
+        if prefix.rstrip().endswith("traceback :") or _IPY_START.match(_QUOTE.sub("", row["text"])):
             continue  # a torchrun report's child call stack (part of that block) / an IPython traceback
         pos = row["_pos"]
         nxt = str(text[pos + 1]) if pos + 1 < len(text) else ""
@@ -382,6 +382,9 @@ _RICH_START = re.compile(r"^(?P<prefix>.*?)╭─+ Traceback \(most recent call 
 _RICH_FRAME = re.compile(r"│ (?P<file>\S+\.py):(?P<line>\d+)(?: in (?P<function>[\w<>.]+))?")
 
 
+_QUOTE = re.compile(r"^(?:> ?)+")
+
+
 def _notebook_tracebacks(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
     opener = _openers(frame, cand, _TB)
     if opener.height == 0:
@@ -391,11 +394,13 @@ def _notebook_tracebacks(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
     n = len(text)
     events = []
     for row in opener.iter_rows(named=True):
-        ipy, rich = _IPY_START.match(row["text"]), _RICH_START.match(row["text"])
+        # A notebook traceback pasted inside a Markdown quote keeps its `> ` on every line.
+        head = _QUOTE.sub("", row["text"])
+        ipy, rich = _IPY_START.match(head), _RICH_START.match(head)
         if not (ipy or rich):
             continue
         pos = row["_pos"]
-        window = text.slice(pos + 1, WINDOW).to_list()
+        window = [_QUOTE.sub("", ln) for ln in text.slice(pos + 1, WINDOW).to_list()]
         frames: list[re.Match] = []
         exc_at = None
         if ipy:
@@ -431,7 +436,7 @@ def _notebook_tracebacks(frame: pl.DataFrame, cand: pl.DataFrame) -> list[dict]:
                           function=gd.get("function") or gd.get("function2"))
         tm = _EXC_TYPE.match(exc_line)
         fields["exc_type"] = tm.group("type") if tm else (ipy.group("exc") if ipy else None)
-        start = pos - 1 if pos > 0 and set(str(text[pos - 1]).strip()) == {"-"} else pos
+        start = pos - 1 if pos > 0 and set(_QUOTE.sub("", str(text[pos - 1])).strip()) == {"-"} else pos
         stop = min(n - 1, pos + 1 + end)
         events.append(
             _event(

@@ -47,7 +47,7 @@ def failure_signals(ctx: Context) -> pl.DataFrame:
     # An error-level line that says it is a warning (`UserWarning: CUDA initialization: …`, fairseq's `| WARNING: ran
     # out of memory …` before it skips the batch) ends nothing by itself.
     ev = ev.filter(fatal | ~pl.col("message").str.contains(WARNING_TEXT))
-    ev = ev.with_columns(_progress_after(ctx, ev).alias("_went_on"))
+    ev = ev.with_columns(progress_after(ctx, ev).alias("_went_on"))
     # A traceback followed by more progress of its rank was caught (logged) and training went on.
     return sort_by_onset(ev.filter(~pl.col("_went_on") | (fatal & ~tb)).drop("_went_on"))
 
@@ -65,7 +65,7 @@ def _before_outside_stop(ctx: Context, ev: pl.DataFrame) -> pl.DataFrame:
     return ev
 
 
-def _progress_after(ctx: Context, ev: pl.DataFrame) -> pl.Series:
+def progress_after(ctx: Context, ev: pl.DataFrame) -> pl.Series:
     """Whether a progress line follows the event in its file: of its own rank, or without a rank; any rank's for
     an event without one."""
     if ev.height == 0 or not ctx.has("metrics"):

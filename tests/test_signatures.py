@@ -556,10 +556,20 @@ def test_signature_on_formats_md_line(case):
 
 def test_every_signature_has_a_case():
     """Each [[signature]] row (not just each code) matches at least one literal line above."""
-    lines = pl.Series([c[2] for c in CASES + REAL_CASES] + EXTRA_LINES + [n[0] for n in NEAR_MISSES if n[1]])
+    lines = pl.Series([c[2] for c in CASES + REAL_CASES] + EXTRA_LINES + [n[0] for n in NEAR_MISSES if n[1]] + _case_file_lines())
     for sig in signatures.load():
         hit = lines.str.contains(sig.regex) & lines.str.contains_any(list(sig.needles), ascii_case_insensitive=True)
         assert hit.any(), f"{sig.code} ({sig.source}) has no test line"
+
+
+def _case_file_lines() -> list[str]:
+    """Input lines of the signature cases kept as data (tests/cases/signatures/<code>.toml)."""
+    import tomllib
+    from pathlib import Path
+
+    folder = Path(__file__).parent / "cases" / "signatures"
+    return [ln for p in sorted(folder.glob("*.toml")) for c in tomllib.loads(p.read_text(encoding="utf-8")).get("case", [])
+            for ln in c["lines"]]
 
 
 # Lines of forms whose code another case already covers, kept for the per-row coverage check.
@@ -1169,7 +1179,9 @@ def test_vllm_worker_prefix_names_the_rank():
 
 def test_first_stage_needles_cover_every_needle_and_skip_healthy_lines():
     stage = signatures.needles()
-    assert len(stage) < 100
+    # One Aho-Corasick pass: the budget grows only with forms no family word covers (TensorFlow's `OOM when
+    # allocating tensor`, the localised `已杀死`, faulthandler's `(most recent call first):` and frame lines).
+    assert len(stage) < 110
     for sig in signatures.load():
         for needle in sig.needles:
             assert any(f in needle.lower() for f in stage), needle

@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 from forensics.playbooks.base import Playbook, declare
 from forensics.playbooks.evidence import combine, detection, events, first_message, ranks_text
+from forensics.playbooks.failure_signals import progress_after
 from forensics.playbooks.fields import field
 
 from forensics.contracts.context import Context, evidence_rows
@@ -155,7 +156,11 @@ def _matching(ev: pl.DataFrame, pattern: str) -> pl.DataFrame:
 
 def _sigkill_only(ctx: Context) -> Detection | None:
     """Workers killed by SIGKILL with no other host evidence: a possible OOM kill, reported as unproven."""
-    ev = combine(events(ctx, SIGKILL_CODES, text=SIGKILL_TEXT), events(ctx, SHELL_KILL_CODES))
+    shell = events(ctx, SHELL_KILL_CODES)
+    if shell.height:
+        # A `Killed` after which the same log goes on training is some other process's (a side command's) end.
+        shell = shell.filter(~progress_after(ctx, shell))
+    ev = combine(events(ctx, SIGKILL_CODES, text=SIGKILL_TEXT), shell)
     # srun --kill-on-bad-exit SIGKILLs the other tasks once one has failed: after an earlier srun report of
     # another end (`Exited with exit code 1`, `Segmentation fault`) their `Killed` is that failure's consequence.
     failed = events(ctx, SLURM_TASK).filter(field("status") != "Killed").group_by("file").agg(pl.col("line").min().alias("_first"))
