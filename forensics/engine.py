@@ -170,6 +170,25 @@ def _rank_causes(f: Finding) -> None:
     ]
 
 
+def drop_claimed_fallbacks(findings: list[Finding]) -> list[Finding]:
+    """A catch-all finding gives way to every specific finding above info.
+
+    It stays only when every such finding is among its consequences and starts strictly after it (a crash on one
+    rank before the others time out in a collective); when the order cannot be told, the specific finding wins.
+    """
+    specific = [f for f in findings if not f.playbook.fallback and f.severity > Severity.INFO]
+    if not specific:
+        return findings
+
+    def stays(f: Finding) -> bool:
+        mine = {(e.file, e.line) for e in f.evidence}
+        # A finding that quotes one of the catch-all's failure lines has claimed that failure.
+        return all(g.id in f.playbook.explains and not_later(f.onset, g.onset) and not not_later(g.onset, f.onset)
+                   and not mine & {(e.file, e.line) for e in g.evidence} for g in specific)
+
+    return [f for f in findings if not f.playbook.fallback or stays(f)]
+
+
 def link(findings: list[Finding]) -> None:
     """Fill explained_by / explains and boost the causes that another finding confirms."""
     by_id = {f.id: f for f in findings}
@@ -261,6 +280,7 @@ def analyze(ctx: Context, cfg: Config | None = None, overrides: dict | None = No
         ran.append(pid)
         if detections:
             findings.append(_merge(pb, detections))
+    findings = drop_claimed_fallbacks(findings)
     link(findings)
     for f in findings:
         _rank_causes(f)

@@ -57,6 +57,9 @@ class Playbook:
     detectors: list[Registered] | tuple[Registered, ...] = field(default_factory=list)
     # Needs a second run (--baseline) to say anything.
     needs_baseline: bool = False
+    # A catch-all (unclassified-failure): its finding gives way to any specific finding above info
+    # unless it came first and that finding is among its consequences (see engine.drop_claimed_fallbacks).
+    fallback: bool = False
 
     def __post_init__(self) -> None:
         # Frozen dataclass: set the read-only views through object.__setattr__, once, here.

@@ -14,6 +14,8 @@ _IPY_FRAME = re.compile(
     r"|Cell In\[\d+\], line (?P<cell_line>\d+)"
     r"|(?P<file2>\S+\.py|<ipython-input-[^>]+>) in (?P<function2>[^(\s]+))"
 )
+# A notebook traceback pasted inside a Markdown quote keeps its `> ` on every line.
+QUOTE = re.compile(r"^(?:> ?)+")
 _RICH_START = re.compile(r"^(?P<prefix>.*?)╭─+ Traceback \(most recent call last\) ─+╮")
 _RICH_FRAME = re.compile(r"│ (?P<file>\S+\.py):(?P<line>\d+)(?: in (?P<function>[\w<>.]+))?")
 
@@ -25,11 +27,12 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
     n = len(text)
     events = []
     for row, _ in opener_rows(frame, cand, TB):
-        ipy, rich = IPY_START.match(row["text"]), _RICH_START.match(row["text"])
+        head = QUOTE.sub("", row["text"])
+        ipy, rich = IPY_START.match(head), _RICH_START.match(head)
         if not (ipy or rich):
             continue
         pos = row["_pos"]
-        window = text.slice(pos + 1, WINDOW).to_list()
+        window = [QUOTE.sub("", ln) for ln in text.slice(pos + 1, WINDOW).to_list()]
         frames: list[re.Match] = []
         exc_at = None
         if ipy:
@@ -65,7 +68,7 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
                           function=gd.get("function") or gd.get("function2"))
         tm = EXC_TYPE.match(exc_line)
         fields["exc_type"] = tm.group("type") if tm else (ipy.group("exc") if ipy else None)
-        start = pos - 1 if pos > 0 and set(str(text[pos - 1]).strip()) == {"-"} else pos
+        start = pos - 1 if pos > 0 and set(QUOTE.sub("", str(text[pos - 1])).strip()) == {"-"} else pos
         stop = min(n - 1, pos + 1 + end)
         events.append(
             event(

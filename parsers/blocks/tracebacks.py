@@ -22,7 +22,7 @@ from forensics.parsers.blocks.common import (
     run_end,
     view,
 )
-from forensics.parsers.blocks.notebook import IPY_START
+from forensics.parsers.blocks.notebook import IPY_START, QUOTE
 from forensics.parsers.prefixes import ANY_LOG_PREFIX
 
 NEEDLE = TB
@@ -42,7 +42,8 @@ def _tb_classes(body: pl.Series) -> dict[str, np.ndarray]:
         return s.fill_null(False).to_numpy()
 
     frame = body.str.contains(r'^\s*(?:> )?File "|^\s+\[Previous line repeated').fill_null(False)
-    code = (body.str.starts_with("    ") | body.str.contains(r"^\s+[~^]+\s*$")).fill_null(False)
+    # A paste may elide frames with a line of dots (`......`, `...`, `…`): it stays inside the frames run.
+    code = (body.str.starts_with("    ") | body.str.contains(r"^\s+[~^]+\s*$|^\s*(?:\.{3,}|…+)\s*$")).fill_null(False)
     blank = (stripped.str.len_bytes() == 0).fill_null(False)
     # loguru / better_exceptions tracebacks put blank lines after the opener, between the frames
     # (each followed by `│ └ value` annotation lines) and before the exception line: inside a
@@ -99,7 +100,7 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
     starts: dict[str, list[tuple[int, dict]]] = {}
     for row, m in opener_rows(frame, cand, TB, TB_START):
         prefix = row["text"][: m.start()]
-        if prefix.rstrip().endswith("traceback :") or IPY_START.match(row["text"]):
+        if prefix.rstrip().endswith("traceback :") or IPY_START.match(QUOTE.sub("", row["text"])):
             continue  # a torchrun report's child call stack (part of that block) / an IPython traceback
         pos = row["_pos"]
         nxt = str(text[pos + 1]) if pos + 1 < len(text) else ""

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import polars as pl
 from forensics.playbooks.base import Playbook, Threshold, declare
-from forensics.playbooks.evidence import detection, events, first_message, where
+from forensics.playbooks.evidence import combine, detection, events, first_message, where
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Cause, Detection, Severity
 
 CODES = ("invalid_resource_handle", "invalid_device_context", "cuda_busy_unavailable", "cuda_fork_reinit")
+# cudaErrorInitializationError (3) raised in a process that inherited CUDA state by fork: DataLoader workers and
+# multiprocessing children of a parent that had already initialised CUDA [OBS pytorch/pytorch#4377, #21092,
+# Lightning-AI/pytorch-lightning#19598, filipradenovic/cnnimageretrieval-pytorch#21]. Without a worker in sight
+# it may be a broken driver at start-up instead, so it counts only next to one.
+INIT_ERROR = r"(?:CUDA error(?: \(3\))?|cuda runtime error \(3\)) ?: initialization error"
+WORKER_CODES = ("dataloader_worker_killed", "dataloader_worker_exited", "dataloader_worker_exception", "dataloader_worker_fault")
+WORKER_TEXT = r"DataLoader worker|_worker_loop|multiprocessing|forked"
 
 PLAYBOOK = declare(
     Playbook(
@@ -63,7 +71,7 @@ engine makes the assert the root when it comes first.
 @PLAYBOOK.detector(("events",))
 def detect_events(ctx: Context, th: dict) -> Detection | None:
     """Context errors in the logs."""
-    ev = events(ctx, CODES)
+    ev = combine(events(ctx, CODES), _init_error_in_worker(ctx))
     if ev.height == 0:
         return None
     text = " ".join(ev.get_column("message").to_list()[:20]).lower()
@@ -75,3 +83,12 @@ def detect_events(ctx: Context, th: dict) -> Detection | None:
         causes = {"threads_without_device_guard": 0.8, "shared_gpu": 0.4, "fork_after_cuda": 0.3}
     row = ev.row(0, named=True)
     return detection(ev, f"CUDA context error{where(row)}: {first_message(ev)}", causes, confidence=0.85)
+
+
+def _init_error_in_worker(ctx: Context) -> pl.DataFrame:
+    """CUDA `initialization error`s of a run that shows forked workers (a worker's death, or worker frames)."""
+    init = events(ctx, ("cuda_error", "terminate_called", "python_traceback"), text=INIT_ERROR)
+    if init.height == 0:
+        return init
+    workers = events(ctx, WORKER_CODES).height or events(ctx, ("python_traceback",), text=WORKER_TEXT).height
+    return init if workers else init.clear()

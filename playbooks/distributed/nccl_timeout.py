@@ -14,6 +14,8 @@ from forensics.contracts.model import ANY_PLAYBOOK, Cause, Detection, Severity
 # relayed to this rank (it names the rank that timed out first).
 TIMEOUT_CODES = ("nccl_watchdog_timeout", "nccl_work_status", "nccl_heartbeat_timeout", "store_timeout",
                  "store_socket_timeout", "gloo_error", "gloo_monitored_barrier_failed", "nccl_dump_signal")
+# The watchdog's own stack where it raised the timeout: evidence only when the paste lost the sentence itself.
+FRAME_CODES = ("nccl_watchdog_frame",)
 ERROR_CODES = ("nccl_error", "nccl_error_detail", "nccl_comm_aborted", "nccl_socket_connect_failed",
                "nccl_ib_completion_error", "nccl_warn", "dist_network_error", "nccl_ops_failed",
                "nccl_unique_id_store_error", "nccl_duplicate_gpu")
@@ -112,6 +114,8 @@ an `info` finding, other warnings a `medium` one.
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Timeouts and NCCL errors, with the lagging rank told from the sequence numbers."""
     timeouts = events(ctx, TIMEOUT_CODES)
+    if timeouts.height == 0:
+        timeouts = events(ctx, FRAME_CODES)
     errors = combine(events(ctx, ERROR_CODES), ctx.events_of(*STORE_CONNECT_CODES, severity=("error",)))
     if timeouts.height == 0 and errors.height == 0:
         return None

@@ -150,7 +150,8 @@ def detect_oom_events(ctx: Context, th: dict) -> Detection | None:
 
 def device_oom_events(ctx: Context) -> pl.DataFrame:
     """Every device allocation failure the logs print (OOM messages and cuBLAS allocation failures), earliest first."""
-    ev = ctx.events_of(*OOM_CODES)
+    # TensorFlow names the allocator's device: a `device:CPU` allocation failure is host memory, not the GPU's.
+    ev = ctx.events_of(*OOM_CODES).filter(field("tf_device").fill_null("").str.to_uppercase() != "CPU")
     cublas = ctx.events_of("cublas_error").filter(pl.col("message").str.contains(CUBLAS_OOM, literal=True))
     if cublas.height:
         ev = sort_by_onset(pl.concat([ev, cublas], how="vertical_relaxed"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 from forensics.playbooks.base import Playbook, declare
 from forensics.playbooks.evidence import combine, detection, events, first_message, ranks_text
+from forensics.playbooks.failure_signals import progress_after
 from forensics.playbooks.fields import field
 
 from forensics.contracts.context import Context, evidence_rows
@@ -32,6 +33,9 @@ WORKER_CODES = ("dataloader_worker_killed", "dataloader_worker_exited")
 SIGKILL_CODES = ("torchrun_child_failed", "torchrun_worker_signal", "torchrun_child_failed_report", "deepspeed_launcher_exit",
                  "spawn_process_exited", "slurm_task_failed")
 SIGKILL_TEXT = r"exitcode: -9|exitcode\s*:\s*-9|Signal 9 \(SIGKILL\)|return code = -9|signal SIGKILL|Signals\.SIGKILL|: tasks? [\d,-]+: Killed$"
+# The shell's own report of a child it lost to SIGKILL (`Killed`, bash's `line 27:   318 Killed  sh start.sh`, glued
+# after a tqdm bar, or localised): the same evidence as a launcher's `exitcode: -9`, so the same unproven finding.
+SHELL_KILL_CODES = ("process_killed",)
 
 PLAYBOOK = declare(
     Playbook(
@@ -88,10 +92,11 @@ memory (12)` on mmap is host memory (too many workers, a large dataset object co
 the memory-map limit `vm.max_map_count`).
 
 ## Known false positives
-A bare `Killed` line is not counted. A launcher report of a worker killed by SIGKILL (`exitcode: -9`,
-`Signal 9 (SIGKILL) received by PID …`, srun's `task 0: Killed`) without any other host-memory evidence
-gives a finding of low confidence that says so: the OOM killer is the usual sender, but a scheduler or
-a person may have sent the signal; `dmesg` decides. When the scheduler says it stopped the job
+A report of a process killed by SIGKILL — a launcher's (`exitcode: -9`, `Signal 9 (SIGKILL) received by
+PID …`, srun's `task 0: Killed`) or the shell's (`Killed`, bash's `line 27:   318 Killed   sh start.sh`,
+`Killed` glued after a progress bar, the localised `已杀死`) — without any other host-memory evidence
+gives a finding of low confidence that says so: the OOM killer is the usual sender (the answer in nearly
+every public thread with such a paste), but a scheduler or a person may have sent the signal; `dmesg` decides. When the scheduler says it stopped the job
 (`*** JOB … CANCELLED AT …` for a time limit, `scancel`, preemption or requeue; a launcher's death
 signal), the SIGKILLs that follow are its own and nothing is reported; so are srun's `Killed` tasks
 after another task's failure was reported (`--kill-on-bad-exit`).
@@ -157,7 +162,11 @@ def _matching(ev: pl.DataFrame, pattern: str) -> pl.DataFrame:
 
 def _sigkill_only(ctx: Context) -> Detection | None:
     """Workers killed by SIGKILL with no other host evidence: a possible OOM kill, reported as unproven."""
-    ev = events(ctx, SIGKILL_CODES, text=SIGKILL_TEXT)
+    shell = events(ctx, SHELL_KILL_CODES)
+    if shell.height:
+        # A `Killed` after which the same log goes on training is some other process's (a side command's) end.
+        shell = shell.filter(~progress_after(ctx, shell))
+    ev = combine(events(ctx, SIGKILL_CODES, text=SIGKILL_TEXT), shell)
     # srun --kill-on-bad-exit SIGKILLs the other tasks once one has failed: after an earlier srun report of
     # another end (`Exited with exit code 1`, `Segmentation fault`) their `Killed` is that failure's consequence.
     failed = events(ctx, SLURM_TASK).filter(field("status") != "Killed").group_by("file").agg(pl.col("line").min().alias("_first"))

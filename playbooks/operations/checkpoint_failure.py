@@ -11,6 +11,8 @@ from forensics.contracts.model import Cause, Detection, Severity
 
 # Specific to checkpoints whatever the context.
 CORRUPT_CODES = ("checkpoint_corrupt",)
+# torch.load's safe unpickler refused an object of the checkpoint (weights_only=True, the default since 2.6).
+WEIGHTS_ONLY_CODES = ("checkpoint_weights_only",)
 # `Error(s) in loading state_dict for X:` with its first mismatch (size mismatch / missing / unexpected key).
 MISMATCH_CODES = ("state_dict_mismatch",)
 SAVE_CODES = ("checkpoint_write_failed", "checkpoint_permission_denied")
@@ -44,6 +46,11 @@ PLAYBOOK = declare(
                          "list(model.state_dict())[:5]",
                   fix="Build the model with the checkpoint's config; strip or add the key prefix; "
                       "load_state_dict(strict=False) only for heads you mean to re-initialise", prior=0.3),
+            Cause("weights_only_default", "torch.load now unpickles with weights_only=True (the default since PyTorch 2.6) and the "
+                  "checkpoint holds other Python objects (numpy arrays, config classes, an optimizer wrapper)",
+                  verify="python -c \"import torch; print(torch.__version__)\"; the error names the refused global",
+                  fix="torch.load(path, weights_only=False) for checkpoints you trust, or allow the named class with "
+                      "torch.serialization.add_safe_globals([...]); save plain tensors/state_dicts", prior=0.3),
         ),
         verify="df -h; a write test in the checkpoint folder; zipfile test of the checkpoint",
         fix="Check the output folder before training; atomic writes (temp file + rename); keep the previous checkpoint",
@@ -54,7 +61,8 @@ Saving or loading a checkpoint failed: `PermissionError: [Errno 13] Permission d
 `[Errno 28] No space left on device` inside `torch.save` / `save_pretrained`, `Parent directory …
 does not exist` from `torch.save`, `PytorchStreamReader
 failed reading zip archive: failed finding central directory`, safetensors header errors, an
-unpickling EOF on load, or `Error(s) in loading state_dict for X:` with its first `size mismatch for …`
+unpickling EOF on load, `Weights only load failed` (torch.load's safe unpickler, the default since
+PyTorch 2.6, refusing an object of the checkpoint), or `Error(s) in loading state_dict for X:` with its first `size mismatch for …`
 / `Missing key(s)` / `Unexpected key(s)` line (the checkpoint is whole but belongs to another model).
 
 ## Why it matters
@@ -89,9 +97,10 @@ def _in_checkpoint_context(ctx: Context, ev: pl.DataFrame) -> pl.DataFrame:
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Corrupt-archive errors, and permission / disk-full errors in a checkpoint context."""
     corrupt = events(ctx, CORRUPT_CODES)
+    weights_only = events(ctx, WEIGHTS_ONLY_CODES)
     mismatch = _not_vocabulary(events(ctx, MISMATCH_CODES), ctx.events_of("embedding_size_mismatch"))
     os_err = pl.concat([events(ctx, SAVE_CODES), _in_checkpoint_context(ctx, events(ctx, OS_CODES))], how="vertical_relaxed")
-    parts = [p for p in (corrupt, mismatch, os_err) if p.height]
+    parts = [p for p in (corrupt, weights_only, mismatch, os_err) if p.height]
     if not parts:
         return None
     ev = combine(*parts)
@@ -106,11 +115,14 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         causes["disk_full"] = 0.8
     if corrupt.height:
         causes["interrupted_write"] = 0.9
+    if weights_only.height:
+        # The archive is whole; the unpickler refused a global it does not allow.
+        causes["weights_only_default"] = 1.0
     if mismatch.height:
         # The archive was read whole; its tensors do not fit the model built here.
         causes["model_mismatch"] = 1.0
     row = ev.row(0, named=True)
-    verb = "load" if (corrupt.height or mismatch.height) and not os_err.height else "save"
+    verb = "load" if (corrupt.height or weights_only.height or mismatch.height) and not os_err.height else "save"
     return detection(ev, f"checkpoint {verb} failed{where(row)}: {first_message(ev)}", causes, confidence=0.9)
 
 

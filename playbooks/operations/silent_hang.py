@@ -6,13 +6,16 @@ import datetime as dt
 
 import polars as pl
 from forensics.playbooks.base import Playbook, Threshold, declare
-from forensics.playbooks.evidence import detection, events, first_message
+from forensics.playbooks.evidence import combine, detection, events, first_message
 from forensics.playbooks.fields import field
 
 from forensics.contracts.context import Context, evidence_rows, plain
 from forensics.contracts.model import Cause, Detection, Onset, Severity
 
 DUMP_CODES = ("nccl_heartbeat_timeout", "nccl_watchdog_stuck", "dataloader_timeout", "faulthandler_timeout", "py_spy_dump")
+# faulthandler's per-thread headers and frames: a hang's dump unless a fatal error of the same file asked for it.
+DUMP_THREAD_CODES = ("faulthandler_thread",)
+FRAME_CODES = ("faulthandler_frame",)
 ERROR_SEVERITIES = ("error",)
 # The job was stopped from outside (scheduler time limit, cancel, preemption): the launcher or slurmstepd
 # (`*** JOB 608 ON node CANCELLED AT 2022-08-12T02:06:12 DUE TO TIME LIMIT ***`) says so.
@@ -84,13 +87,43 @@ that follow are its consequence.
 
 @PLAYBOOK.detector(("events",))
 def detect_dumps(ctx: Context, th: dict) -> Detection | None:
-    """Stack dumps and stuck-watchdog reports."""
-    ev = events(ctx, DUMP_CODES)
+    """Stack dumps and stuck-watchdog reports, quoting the stuck (innermost) frame of the first dumped thread."""
+    ev = combine(events(ctx, DUMP_CODES), _thread_dumps(ctx))
     if ev.height == 0:
         return None
-    text = " ".join(ev.get_column("message").to_list()[:20]).lower()
+    stuck = _stuck_frame(ctx, ev)
+    quoted = combine(ev, stuck) if stuck.height else ev
+    text = " ".join(quoted.get_column("message").to_list()[:20]).lower()
     causes = {"stuck_dataloader": 0.8} if "dataloader" in text else {"collective_deadlock": 0.6, "dead_peer": 0.4}
-    return detection(ev, f"stuck process: {first_message(ev)}", causes, confidence=0.8)
+    at = ""
+    if stuck.height:
+        f = stuck.select(field("function").alias("fn"), field("file").alias("src"), field("line").alias("ln")).row(0, named=True)
+        at = f"; stuck in {f['fn']} ({str(f['src']).replace(chr(92), '/').rsplit('/', 1)[-1]}:{f['ln']})"
+    lead = stuck if stuck.height else None
+    return detection(quoted, f"stuck process: {first_message(ev)}{at}", causes, confidence=0.8, lead=lead)
+
+
+def _thread_dumps(ctx: Context) -> pl.DataFrame:
+    """faulthandler thread headers of a dump asked for while the process lived (a timeout, a signal), not of a crash:
+    a `Fatal Python error` earlier in the same file makes the dump the crash's own."""
+    heads = events(ctx, DUMP_THREAD_CODES)
+    if heads.height == 0:
+        return heads
+    fatal = ctx.events_of("fatal_python_error").group_by("file").agg(pl.col("line").min().alias("_fatal"))
+    if fatal.height == 0:
+        return heads
+    return heads.join(fatal, on="file", how="left").filter(
+        pl.col("_fatal").is_null() | (pl.col("line") < pl.col("_fatal"))).drop("_fatal")
+
+
+def _stuck_frame(ctx: Context, dumps: pl.DataFrame) -> pl.DataFrame:
+    """The first frame line after the first thread header of a dump (faulthandler prints innermost first)."""
+    heads = dumps.filter(pl.col("code") == "faulthandler_thread")
+    if heads.height == 0:
+        return heads
+    first = heads.row(0, named=True)
+    frames = ctx.events_of(*FRAME_CODES).filter((pl.col("file") == first["file"]) & (pl.col("line") > first["line"]))
+    return frames.sort("line").head(1)
 
 
 @PLAYBOOK.detector(("metrics",))

@@ -180,6 +180,10 @@ rec_bad_input_data_nearmiss() { hf bad-input-data-nearmiss labels-clean; }
 rec_tokenizer_mismatch() { BAD_DOCS=123 hf tokenizer-mismatch tokenizer; }
 rec_tokenizer_mismatch_nearmiss() { hf tokenizer-mismatch-nearmiss tokenizer-clean; }
 
+# unclassified-failure: sample_logs/unclassified-failure/<case>/ (a plain Python failure; a caught one and Ctrl-C as near misses)
+uf() { local d="$ROOT/unclassified-failure/$1"; mkdir -p "$d"; rm -f "$d/train.log"; (cd "$d" && "$PY" "$S/record_unclassified_failure.py" "$2" > train.log 2>&1); }
+rec_unclassified_failure() { uf keyerror-in-loss keyerror; uf caught-keyerror-nearmiss caught; uf ctrl-c-nearmiss interrupt; }
+
 for name in "$@"; do
   "rec_${name//-/_}"
 done
