@@ -1,14 +1,12 @@
 """No failed run reported clean: failure signals, unclassified-failure and its lexicon, hang evidence, new message forms.
 
-The message-form cases are data (tests/cases/signatures/<code>.toml `[[case]]`, near_misses.toml `[[near_miss]]`):
-each case's verbatim lines must give an event of its code and severity with the listed fields; a near miss's lines
-may give only the listed codes. The run-level tests write real pasted lines into a run folder and analyse it.
+The new message forms are signature cases kept as data (tests/cases/signatures/, run by test_signature_cases.py);
+the tests here write real pasted lines into a run folder and analyse it.
 """
 
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -20,32 +18,6 @@ from forensics.engine import analyze
 from forensics.ingest import ingest
 from tests.conftest import ROOT
 from tests.helpers import write_run
-from tests.test_signatures import events_of
-
-CASES_DIR = ROOT / "tests" / "cases" / "signatures"
-CASES = [c for p in sorted(CASES_DIR.glob("*.toml")) if p.name != "near_misses.toml"
-         for c in tomllib.loads(p.read_text(encoding="utf-8")).get("case", [])]
-NEAR = tomllib.loads((CASES_DIR / "near_misses.toml").read_text(encoding="utf-8"))["near_miss"]
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_signature_case(case: dict):
-    assert case["source"].startswith("https://github.com/")
-    ev = events_of(*case["lines"])
-    hits = [r for r in ev.iter_rows(named=True) if r["code"] == case["code"]]
-    assert hits, ev.select("code", "message").rows()
-    row = hits[-1]
-    assert row["severity"] == case["severity"]
-    fields = json.loads(row["fields"])
-    for k, v in case.get("fields", {}).items():
-        assert fields.get(k) == v, (k, fields)
-
-
-@pytest.mark.parametrize("case", NEAR, ids=[c["id"] for c in NEAR])
-def test_signature_near_miss(case: dict):
-    assert case["source"].startswith("https://github.com/")
-    codes = set(events_of(*case["lines"]).get_column("code").to_list())
-    assert codes <= set(case["codes"]), codes
 
 
 def _analyse(tmp_path: Path, text: str, name: str = "train.log"):

@@ -26,7 +26,7 @@ PLAYBOOK = declare(
         severity=Severity.HIGH,
         tables=("events", "gpu", "gpu_procs"),
         explains=("nccl-timeout", "device-assert"),
-        codes=("cuda_busy_unavailable", "cuda_fork_reinit", "invalid_device_context", "invalid_resource_handle"),
+        codes=("cuda_busy_unavailable", "cuda_fork_reinit", "invalid_device_context", "invalid_resource_handle", "cuda_error", "dataloader_worker_exception", "dataloader_worker_exited", "dataloader_worker_fault", "dataloader_worker_killed", "python_traceback", "terminate_called"),
         causes=(
             Cause("fork_after_cuda", "CUDA was initialised before fork (DataLoader workers or multiprocessing), so children use a stale context",
                   verify="Look for torch.cuda calls before DataLoader(num_workers>0) / multiprocessing.Process; 'Cannot re-initialize CUDA in forked subprocess'",

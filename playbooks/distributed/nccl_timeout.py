@@ -46,7 +46,7 @@ PLAYBOOK = declare(
                "nccl_ib_completion_error", "nccl_ops_failed", "nccl_socket_connect_failed",
                "nccl_unique_id_store_error", "nccl_warn", "nccl_watchdog_timeout", "nccl_work_status",
                "store_connect_failed", "store_socket_timeout", "store_timeout", "torchrun_child_failed",
-               "torchrun_child_failed_report", "torchrun_worker_signal"),
+               "torchrun_child_failed_report", "torchrun_worker_signal", "nccl_watchdog_frame"),
         causes=(
             Cause("peer_died_first", "A peer rank failed first (its own error is the root cause); the others waited for it",
                   verify="Find the earliest error on any rank: forensics analyze lists it as the root",

@@ -50,7 +50,7 @@ PLAYBOOK = declare(
                "nccl_shm_attach_failed", "preemption_exit", "shared_memory_error", "slurm_job_cancelled",
                "slurm_oom_kill", "slurm_task_failed", "spawn_process_exited", "too_many_open_files",
                "torchrun_child_failed", "torchrun_child_failed_report", "torchrun_death_signal",
-               "torchrun_worker_signal"),
+               "torchrun_worker_signal", "process_killed"),
         causes=(
             Cause("small_shm", "/dev/shm is too small for the DataLoader's shared-memory tensors (containers default to 64 MB)",
                   verify="df -h /dev/shm inside the container",

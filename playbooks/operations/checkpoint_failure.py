@@ -29,7 +29,7 @@ PLAYBOOK = declare(
         tables=("events",),
         explains=("nccl-timeout", "silent-hang"),
         codes=("checkpoint_corrupt", "checkpoint_permission_denied", "checkpoint_write_failed",
-               "embedding_size_mismatch", "no_space_left", "permission_denied", "state_dict_mismatch"),
+               "embedding_size_mismatch", "no_space_left", "permission_denied", "state_dict_mismatch", "checkpoint_weights_only"),
         causes=(
             Cause("not_writable", "The checkpoint folder is missing or not writable (permissions, read-only mount, a folder never created)",
                   verify="touch <output_dir>/probe && rm <output_dir>/probe as the job's user",

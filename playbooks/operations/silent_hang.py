@@ -36,7 +36,7 @@ PLAYBOOK = declare(
         codes=("dataloader_timeout", "faulthandler_timeout", "nccl_heartbeat_timeout", "nccl_watchdog_stuck",
                "preemption_exit", "process_killed", "py_spy_dump", "python_traceback", "shell_signal_exit",
                "slurm_job_cancelled", "slurm_task_failed", "torchrun_child_failed", "torchrun_child_failed_report",
-               "torchrun_closing_worker", "torchrun_death_signal", "torchrun_worker_signal"),
+               "torchrun_closing_worker", "torchrun_death_signal", "torchrun_worker_signal", "fatal_python_error", "faulthandler_frame", "faulthandler_thread"),
         causes=(
             Cause("collective_deadlock", "The rank is blocked in a collective the others never issued (or issued differently)",
                   verify="py-spy dump --pid <pid> on the stuck rank; TORCH_NCCL_DUMP_ON_TIMEOUT=1 flight recorder",
