@@ -24,9 +24,10 @@ MAGIC = {
 # A decompressed stream larger than this is cut off (a decompression bomb guard).
 DEFAULT_MAX_DECOMPRESSED = 64 * 1024**3
 # ... and so is one that grows past this multiple of its compressed size (real logs compress 5-30x; a
-# bomb, thousands of times). The floor keeps small, very repetitive logs whole. Both are overridable.
-DECOMPRESS_RATIO = int(os.environ.get("FORENSICS_DECOMPRESS_RATIO", "100"))
-DECOMPRESS_FLOOR = int(os.environ.get("FORENSICS_DECOMPRESS_FLOOR_MB", "256")) * 1024**2
+# bomb, hundreds to thousands of times). The floor keeps small, very repetitive logs whole. Both are overridable
+# (FORENSICS_DECOMPRESS_RATIO, FORENSICS_DECOMPRESS_FLOOR_MB).
+DECOMPRESS_RATIO = int(os.environ.get("FORENSICS_DECOMPRESS_RATIO", "50"))
+DECOMPRESS_FLOOR = int(os.environ.get("FORENSICS_DECOMPRESS_FLOOR_MB", "64")) * 1024**2
 # The most one step of decompression produces: a bomb block expands in bounded pieces, never at once.
 _STEP = 4 * 1024 * 1024
 _ZLIB = type(zlib.decompressobj())  # zlib exports no name for its decompressor type

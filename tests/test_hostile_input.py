@@ -162,3 +162,29 @@ def test_an_unwritable_cache_analyses_without_it(hostile, tmp_path):
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
     assert "critical[cuda-oom]" in proc.stdout
     assert proc.stderr.count("cache not written") == 1
+
+
+@pytest.mark.parametrize("suffix", ["gz", "bz2", "xz", "zst"])
+def test_a_decompression_bomb_is_read_up_to_its_budget_and_marked_partial(tmp_path, suffix):
+    import bz2
+    import gzip
+    import lzma
+
+    import zstandard
+
+    block = b"step 1 loss 2.0 lr 0.1\n" * 50_000  # ~1.1 MB, compresses over 1000x
+    data = block * 40  # ~46 MB decompressed from a few tens of KB
+    packed = {"gz": lambda d: gzip.compress(d, 9), "bz2": bz2.compress, "xz": lzma.compress,
+              "zst": lambda d: zstandard.ZstdCompressor(level=19).compress(d)}[suffix](data)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / f"rank0.log.{suffix}").write_bytes(packed)
+    (run / "rank1.log").write_text(OOM + "\n", encoding="utf-8")  # the rest of the folder goes on
+    proc = _cli("analyze", str(run), "--no-cache", "--format", "json",
+                env={"FORENSICS_DECOMPRESS_FLOOR_MB": "1", "FORENSICS_DECOMPRESS_RATIO": "50"})
+    import json
+
+    doc = json.loads(proc.stdout)
+    row = next(f for f in doc["files"] if f["file"].startswith("rank0"))
+    assert row["status"] == "partial" and "decompressed size budget" in row["error"]
+    assert any(f["playbook"] == "cuda-oom" for f in doc["findings"])

@@ -30,37 +30,7 @@ BATCHES = [INCIDENTS / "INCIDENTS.toml", *sorted(INCIDENTS.glob("held_out_*.toml
 CASES = [c for b in BATCHES for c in tomllib.loads(b.read_text(encoding="utf-8"))["incident"]]
 # Held-out cases the rules still miss, each with the general class of log it belongs to: a strict xfail,
 # so a fix that starts passing one must move it out of this list.
-STILL_MISSED: dict[str, str] = {
-    "bros_11_lr_reaches_zero_epoch_5_of_50": "metric-shape: want lr-schedule-anomaly, got none",
-    "caffe_mobilenet_v3_1_loss_ln1000_pinned": "metric-shape: want loss-stagnation, got none",
-    "chainer_4424_cifar_loss_2_30_acc_0_1_table": "metric-shape: want loss-stagnation, got none",
-    "chatglm6b_191_loading_shards_killed_host_ram": "crash: want host-memory-exhaustion, got none",
-    "cntk_2607_cuda_failure_2_after_epoch16": "crash: want cuda-oom, got none",
-    "convnets_tf2_2_mobilenet_loss_2_30_acc_10": "short-paste: want loss-stagnation, got none",
-    "deeplab_v2_22_tf_resource_exhausted_spacetobatch": "crash: want cuda-oom, got none",
-    "deepspeechrec_48_keras_checkpoint_keyerror_val_acc": "unknown-final-error: want unclassified-failure, got none",
-    "dreamerv3_203_chinese_killed_replay_buffer": "crash: want host-memory-exhaustion, got none",
-    "efficient_pytorch_21_lmdb_data_avg_dominates": "timing: want dataloader-bottleneck, got none",
-    "fairseq_41_fconv_gnorm_explodes_then_loss": "short-paste: want gradient-explosion, got clipping-saturation",
-    "fairseq_512_fp16_loss_scale_halving_to_min": "metric-shape: want fp16-overflow, got none",
-    "hedwig_70_killed_after_vectors_loaded": "crash: want host-memory-exhaustion, got none",
-    "kingdra_2_bash_killed_after_epoch": "crash: want host-memory-exhaustion, got none",
-    "lasagne_525_mnist_cnn_val_acc_10_64_prose": "metric-shape: want loss-stagnation, got none",
-    "latent_diffusion_17_terminate_cuda_init_error_worker": "crash: want cuda-context-corruption, got none",
-    "lcnn_17_keyerror_losses_in_validate": "unknown-final-error: want unclassified-failure, got none",
-    "mmdetection_929_cascade_data_time_80pct": "timing: want dataloader-bottleneck, got none",
-    "nas_bench_201_15_imagenet_data_196s_of_203s": "timing: want dataloader-bottleneck, got none",
-    "paddleocr_2083_reader_cost_dominates_batch_cost": "timing: want dataloader-bottleneck, got none",
-    "pytorch_2293_lr0_loss_2_33_error_90pct": "metric-shape: want loss-stagnation, got none",
-    "pytorch_33296_ctrl_c_stuck_in_dataloader_get": "hang: want silent-hang, got none",
-    "pytorch_53894_worker_segfault_regression_gdb": "crash: want unclassified-failure, got none",
-    "pytorch_examples_164_imagenet_data_dominates_time": "timing: want dataloader-bottleneck, got none",
-    "pytorch_unet_258_spatial_nll_assert_after_runtimeerror": "crash: want bad-input-data, got device-assert",
-    "remora_226_resume_weights_only_unpickling": "crash: want checkpoint-failure, got none",
-    "snorkel_870_bilstm_loss_ln2_binary": "short-paste: want loss-stagnation, got none",
-    "tffrcnn_68_tf_bfc_stats_resource_exhausted": "crash: want cuda-oom, got none",
-    "trace_5_llama3_lora_loss_identical_each_epoch": "short-paste: want lora-silent-zero, got none",
-}
+STILL_MISSED: dict[str, str] = {}
 
 
 def run_folder(case: dict, tmp_path: Path) -> Path:
