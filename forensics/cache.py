@@ -25,11 +25,11 @@ def _code_digest() -> str:
     The package's three source folders (the app, `parsers/`, `playbooks/`) are mapped under `forensics`,
     so they are walked by their import paths, subfolders included (a grammar in `parsers/metric_grammars/`).
     """
-    import forensics
-    import forensics.parsers
-    import forensics.playbooks
+    import importlib.util
 
-    roots = sorted({Path(p).resolve() for m in (forensics, forensics.parsers, forensics.playbooks) for p in m.__path__})
+    # Located, not imported: reading the cache must not load the playbooks.
+    specs = [importlib.util.find_spec(name) for name in ("forensics", "forensics.parsers", "forensics.playbooks")]
+    roots = sorted({Path(p).resolve() for spec in specs if spec for p in spec.submodule_search_locations or []})
     h = hashlib.sha256(__version__.encode())
     for root in roots:
         for path in sorted(root.rglob("*")):
