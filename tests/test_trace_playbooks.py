@@ -160,8 +160,10 @@ def test_autograd_race_overlap_and_threads():
 
 
 def test_samples_host_sync_and_loader_numbers():
-    hits = detect("host-device-sync", SAMPLES / "host-device-sync" / "item-per-microbatch")
-    assert hits[0].facts["median_syncs_per_step"] == 16 and hits[0].facts["gpu_idle_after_sync_share"] is None
+    # 16 .item() calls per step on a CPU-only trace wait for no device: quiet; on an H100 they stall the GPU.
+    assert detect("host-device-sync", SAMPLES / "host-device-sync" / "cpu-only-trace-nearmiss") == []
+    hits = detect("host-device-sync", SAMPLES / "host-device-sync" / "h100")
+    assert hits[0].facts["median_syncs_per_step"] >= 16 and hits[0].facts["gpu_idle_after_sync_share"] > 0.05
     assert detect("host-device-sync", SAMPLES / "host-device-sync" / "nearmiss") == []
     hits = detect("dataloader-bottleneck", SAMPLES / "dataloader-bottleneck" / "profiler-trace")
     assert hits[0].facts["median_share"] > 0.5 and hits[0].facts["single_process_loader"]

@@ -95,8 +95,11 @@ def detect_trace(ctx: Context, th: dict) -> list[Detection]:
     sp = S.spans(ctx)
     if sp.height == 0:
         return []
+    # A trace with no device work at all (no kernel, copy or CUDA runtime call) was recorded without a GPU:
+    # `.item()` there reads host memory and waits for nothing, so its calls are no evidence of a sync.
+    on_gpu = sp.filter(pl.col("kind").is_in([*S.GPU_ACTIVITY, "cuda_runtime", "cuda_driver"])).get_column("file").unique()
     st = S.steps(sp)
-    syncs = sync_rows(sp)
+    syncs = sync_rows(sp).filter(pl.col("file").is_in(on_gpu.implode()))
     if st.height == 0 or syncs.height == 0:
         return []
     per = syncs.group_by("file", "step").agg(pl.len().alias("n"))

@@ -11,7 +11,7 @@ rec() {  # scenario folder
 }
 rec dataloader-slow dataloader-bottleneck/profiler-trace
 rec dataloader-light dataloader-bottleneck/nearmiss
-rec item-sync host-device-sync/item-per-microbatch
+rec item-sync host-device-sync/cpu-only-trace-nearmiss
 rec item-sync-rare host-device-sync/nearmiss
 rec healthy healthy/trace-profiler
 rec race autograd-race/shared-model-trace
