@@ -24,9 +24,10 @@ from forensics.ingest import ingest
 from tests.conftest import ROOT
 
 INCIDENTS = ROOT / "tests" / "recordings" / "incidents"
-# INCIDENTS.toml, plus the frozen held-out batches (held_out_*.toml: real pastes collected before the fixes
-# they drove and measured on arrival; `arrival` records what the tool said then).
-BATCHES = [INCIDENTS / "INCIDENTS.toml", *sorted(INCIDENTS.glob("held_out_*.toml"))]
+# INCIDENTS.toml, plus the frozen held-out batches: held_out_*.toml (real pastes collected before the fixes they
+# drove) and fresh_*.toml (collected after them, from threads never seen), each measured on arrival (`arrival`
+# records what the tool said then).
+BATCHES = [INCIDENTS / "INCIDENTS.toml", *sorted(INCIDENTS.glob("held_out_*.toml")), *sorted(INCIDENTS.glob("fresh_*.toml"))]
 CASES = [c for b in BATCHES for c in tomllib.loads(b.read_text(encoding="utf-8"))["incident"]]
 # Held-out cases the rules still miss, each with the general class of log it belongs to: a strict xfail,
 # so a fix that starts passing one must move it out of this list.
