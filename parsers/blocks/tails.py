@@ -4,6 +4,7 @@ Python prints as the last frame's source line, then the exception line."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import numpy as np
 import polars as pl
@@ -50,8 +51,8 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
             q -= 1
         if not (frames or raised) or TB_START.search(str(text[q]) if q >= 0 else ""):
             continue  # not after frames or a raise statement, or the opener is there (a block the traceback pass reads)
-        if not frames and not _raises_this(str(text[pos - 1])[len(prefix) :], msg):
-            continue  # a raise of another exception (the line before is code that printed something else)
+        if not frames and (not _raises_this(str(text[pos - 1])[len(prefix) :], msg) or _known(msg)):
+            continue  # a raise of another exception, or a message the signature table reads as its own event
         fields: dict = {"frames": len(frames), "head_truncated": "true"}
         fm = FRAME.match(frames[0]) if frames else None  # the walk went backwards: the first found is the last frame
         if fm:
@@ -72,6 +73,18 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
             )
         )
     return events
+
+
+@lru_cache(maxsize=1)
+def _signature_forms() -> tuple[re.Pattern, ...]:
+    from forensics.parsers import signatures
+
+    return tuple(re.compile(sig.regex) for sig in signatures.load() if sig.severity == "error")
+
+
+def _known(msg: str) -> bool:
+    """Whether an error signature reads this exception line (its event already says the process failed)."""
+    return any(rx.search(msg) for rx in _signature_forms())
 
 
 def _raises_this(raise_line: str, msg: str) -> bool:
