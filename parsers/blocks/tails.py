@@ -1,8 +1,10 @@
-"""Tracebacks whose opener a paste left out: frames, then the exception line."""
+"""Tracebacks whose opener a paste left out: frames, then the exception line; or only the `raise` statement
+Python prints as the last frame's source line, then the exception line."""
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import numpy as np
 import polars as pl
@@ -12,6 +14,9 @@ from forensics.parsers.blocks.common import EXC_TYPE, FRAME, TB_START, WINDOW, b
 _TAIL_EXC = r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt)(?::|$)"
 _TAIL_FRAME = re.compile(r'^\s+File "[^"]+", line \d+')
 _TAIL_CODE = re.compile(r"^\s{4}|^\s+[~^]+\s*$")
+# The source line of the innermost frame when it is a raise statement, as a paste that keeps only the last two
+# lines of a traceback gives it (its indentation often stripped): `raise XError(f"…")`, then `pkg.XError: …`.
+_TAIL_RAISE = re.compile(r"^\s*raise [A-Za-z_][\w.]*(?:\(|$)")
 
 
 def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dict]:
@@ -31,7 +36,7 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
         full = row["text"]
         prefix = full[: len(full) - len(msg)] if full.endswith(msg) else ""
         # Walk back over the frame and source lines of the same stream.
-        q, frames = pos - 1, []
+        q, frames, raised = pos - 1, [], False
         while q >= 0 and pos - q <= WINDOW:
             t = str(text[q])
             if prefix and not t.startswith(prefix):
@@ -39,13 +44,17 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
             body = t[len(prefix) :]
             if _TAIL_FRAME.match(body):
                 frames.append(body)
+            elif q == pos - 1 and _TAIL_RAISE.match(body):
+                raised = True
             elif not _TAIL_CODE.match(body):
                 break
             q -= 1
-        if not frames or TB_START.search(str(text[q]) if q >= 0 else ""):
-            continue  # not after frames, or the opener is there (a block the traceback pass reads)
+        if not (frames or raised) or TB_START.search(str(text[q]) if q >= 0 else ""):
+            continue  # not after frames or a raise statement, or the opener is there (a block the traceback pass reads)
+        if not frames and (not _raises_this(str(text[pos - 1])[len(prefix) :], msg) or _known(msg)):
+            continue  # a raise of another exception, or a message the signature table reads as its own event
         fields: dict = {"frames": len(frames), "head_truncated": "true"}
-        fm = FRAME.match(frames[0])  # the walk went backwards: the first found is the last frame
+        fm = FRAME.match(frames[0]) if frames else None  # the walk went backwards: the first found is the last frame
         if fm:
             fields.update(file=fm.group("file"), line=fm.group("line"), function=fm.group("function"))
         tm = EXC_TYPE.match(msg.strip())
@@ -64,3 +73,25 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
             )
         )
     return events
+
+
+@lru_cache(maxsize=1)
+def _signature_forms() -> tuple[re.Pattern, ...]:
+    from forensics.parsers import signatures
+
+    return tuple(re.compile(sig.regex) for sig in signatures.load() if sig.severity == "error")
+
+
+def _known(msg: str) -> bool:
+    """Whether an error signature reads this exception line (its event already says the process failed)."""
+    return any(rx.search(msg) for rx in _signature_forms())
+
+
+def _raises_this(raise_line: str, msg: str) -> bool:
+    """Whether a `raise X(…)` line raises the exception the next line names (`pkg.mod.X: …` ends with X)."""
+    rm = _TAIL_RAISE.match(raise_line)
+    tm = EXC_TYPE.match(msg.strip())
+    if not rm or not tm:
+        return False
+    raised = raise_line.strip()[len("raise ") :].split("(", 1)[0].strip()
+    return tm.group("type").rsplit(".", 1)[-1] == raised.rsplit(".", 1)[-1]

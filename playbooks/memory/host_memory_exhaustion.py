@@ -14,6 +14,9 @@ from forensics.contracts.model import Cause, Detection, Severity
 # Proof that host memory ran out.
 KERNEL_OOM_CODES = ("host_oom_killed", "slurm_oom_kill")
 CPU_ALLOC_CODES = ("cpu_alloc_failed",)
+# TensorFlow's allocator failure names its device (`OOM when allocating tensor … on …/device:CPU:0 by allocator
+# cpu`): on the CPU it is host RAM that ran out, not the GPU's memory (cuda-oom leaves those out).
+TF_OOM_CODES = ("cuda_oom",)
 SHM_CODES = ("dataloader_worker_bus_error", "nccl_shm_attach_failed")
 # torch's shared-memory segments (`</torch_…>`): errno tells the exhausted resource apart. ENOSPC (28)
 # or the TH-era write failure: /dev/shm is full; EMFILE (24): the open-file limit (every tensor a
@@ -45,7 +48,7 @@ PLAYBOOK = declare(
         severity=Severity.CRITICAL,
         tables=("events",),
         explains=("nccl-timeout", "silent-hang", "rank-straggler"),
-        codes=("cpu_alloc_failed", "dataloader_too_many_open_files", "dataloader_worker_bus_error",
+        codes=("cpu_alloc_failed", "cuda_oom", "dataloader_too_many_open_files", "dataloader_worker_bus_error",
                "dataloader_worker_exited", "dataloader_worker_killed", "deepspeed_launcher_exit", "host_oom_killed",
                "nccl_shm_attach_failed", "preemption_exit", "shared_memory_error", "slurm_job_cancelled",
                "slurm_oom_kill", "slurm_task_failed", "spawn_process_exited", "too_many_open_files",
@@ -73,7 +76,8 @@ PLAYBOOK = declare(
         doc="""\
 ## Symptom
 The host ran out of memory: the kernel or cgroup OOM killer killed a process, Slurm reports an
-oom-kill event, the CPU allocator failed (`DefaultCPUAllocator: can't allocate memory`), a DataLoader
+oom-kill event, the CPU allocator failed (`DefaultCPUAllocator: can't allocate memory`, TensorFlow's
+`OOM when allocating tensor … on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu`), a DataLoader
 worker was killed by a signal (`Killed` is SIGKILL, usually the OOM killer; `Bus error` is SIGBUS,
 usually an exhausted `/dev/shm`), torch cannot write, open or map a `</torch_…>` shared-memory segment,
 the open-file limit runs out while workers pass tensors (`Too many open files`, `received 0 items of
@@ -109,7 +113,7 @@ after another task's failure was reported (`--kill-on-bad-exit`).
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Host OOM kills, CPU allocation failures, shm / fd exhaustion and workers killed by SIGKILL/SIGBUS."""
     slurm = events(ctx, SLURM_TASK)
-    kernel = combine(events(ctx, KERNEL_OOM_CODES + CPU_ALLOC_CODES), _status(slurm, "Out Of Memory"))
+    kernel = combine(events(ctx, KERNEL_OOM_CODES + CPU_ALLOC_CODES), _host_tensor_oom(ctx), _status(slurm, "Out Of Memory"))
     segments = events(ctx, SEGMENT_CODES)
     fd = combine(events(ctx, FD_CODES), _matching(segments, FD_TEXT))
     mmap = _matching(segments, MMAP_TEXT)
@@ -144,6 +148,14 @@ def detect(ctx: Context, th: dict) -> Detection | None:
                   confidence=0.9 if kernel.height or shm.height or fd.height or mmap.height else 0.7)
     d.cause_evidence = cause_ev
     return d
+
+
+def _host_tensor_oom(ctx: Context) -> pl.DataFrame:
+    """TensorFlow allocation failures on a CPU device (`… device:CPU:0 by allocator cpu`): host RAM."""
+    ev = events(ctx, TF_OOM_CODES)
+    if ev.height == 0:
+        return ev
+    return ev.filter(field("tf_device").fill_null("").str.to_uppercase() == "CPU")
 
 
 def _status(slurm: pl.DataFrame, status: str) -> pl.DataFrame:
