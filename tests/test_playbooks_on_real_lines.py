@@ -186,10 +186,11 @@ def test_cache_flushes_rank_memory_pressure_first_for_slower_steps(tmp_path):
 
 
 def test_tensorboard_nan_warning_without_any_loss_is_a_weak_nan_finding(tmp_path):
-    # facebookresearch/fairseq#1529
+    # facebookresearch/fairseq#1529; a warning without a non-finite loss value stays low (wenet#1472)
     a = run_of(tmp_path, {"train.log": "2020-10-01 10:25:50 | WARNING | root | NaN or Inf found in input tensor.\n"})
-    (f,) = problems(a)
-    assert (f.id, f.severity, f.confidence) == ("nan-loss", Severity.MEDIUM, 0.4)
+    assert not problems(a)
+    (f,) = a.findings
+    assert (f.id, f.severity, f.confidence) == ("nan-loss", Severity.INFO, 0.4)
     assert cited(f) == {"train.log:1"}
 
 

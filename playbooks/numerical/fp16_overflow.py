@@ -44,8 +44,9 @@ PLAYBOOK = declare(
         doc="""\
 ## Symptom
 After the start-up calibration (the leading run of consecutive halvings from a large initial scale,
-e.g. Megatron's 2**32), the loss scale halves at least 5 times within 50 logged points and ends them
-at least 16x lower than before, or falls to its floor (1.0); or a skipped-steps counter rises on at
+e.g. Megatron's 2**32, and never one that reaches the floor), the loss scale halves at least 5 times
+within 50 logged points and ends them at least 16x lower than before, or falls to its floor (1.0),
+is below it, or overflows there at least 5 times; or a skipped-steps counter rises on at
 least 5 and 20% of 50 logged points; DeepSpeed/apex/fairseq/Colossal-AI overflow
 messages in the same numbers, or `Minimum loss scale reached`.
 
@@ -61,6 +62,8 @@ usually ends in a NaN loss.
 ## Known false positives
 The calibration at start-up and the healthy saw-tooth (the scale doubles after a clean interval and
 one probing overflow halves it back) are a handful of halvings spread over the run, below 5 per window.
+A single overflow note that re-sets a scale already at 1 (fairseq `setting loss scale to: 1.0`, loss_scale 1
+throughout) is routine.
 """,
     )
 )
@@ -109,7 +112,11 @@ def collapse(rows: pl.DataFrame, th: dict, scaled: bool = True, run_start: int |
     # ... and never deep into training (a paste that starts at an epoch summary of update 10,198).
     if first_run.height and first_run.item(0, "step") is not None and int(first_run.item(0, "step")) > th["calib_max_step"]:
         at_start = False
-    if first_run.height and bool(first_run.item(0, "down")) and first_run.item(0, "_i") <= 1 and at_start:
+    # ... and never down to the floor: halving all the way to a scale of 1 or below is the collapse itself.
+    reaches_floor = scaled and first_run.height > 0 and bool(
+        (first_run.get_column("value").drop_nulls() <= th["min_scale"]).any())
+    if first_run.height and bool(first_run.item(0, "down")) and first_run.item(0, "_i") <= 1 and at_start \
+            and not reaches_floor:
         calib = int(first_run.item(-1, "_i")) + 1
     post = rows.filter(pl.col("_i") >= calib)
     if post.height == 0:
@@ -126,7 +133,12 @@ def collapse(rows: pl.DataFrame, th: dict, scaled: bool = True, run_start: int |
     else:
         net = pl.col("_ahead") >= th["skip_share"] * w
     rep = post.filter(pl.col("down") & (pl.col("_ahead") >= th["min_overflows"]) & net.fill_null(False))
-    floor = post.filter(pl.col("value").is_not_null() & (pl.col("value") <= th["min_scale"]) & pl.col("down")) if scaled \
+    # At the floor: below it, or fallen onto it, or overflowing there again and again. A single overflow
+    # note that re-sets a scale already at the floor (fairseq's `setting loss scale to: 1.0` with
+    # loss_scale 1 throughout) is routine dynamic loss scaling.
+    at_floor = (v < th["min_scale"]) | ((v <= th["min_scale"]) & (
+        (pl.col("_before") > v).fill_null(False) | (pl.col("_ahead") >= th["min_overflows"])))
+    floor = post.filter(v.is_not_null() & at_floor & pl.col("down")) if scaled \
         else post.head(0)  # a counter's value is a count, not a scale
     if rep.height == 0 and floor.height == 0:
         return None

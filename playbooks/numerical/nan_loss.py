@@ -68,7 +68,7 @@ built up decide the fix.
 `nan_iterations`/`skipped_steps`) and `events` (`nan_loss_message`, `megatron_nan_check`,
 `nonfinite_metric_stop`, `anomaly_nan`, Megatron's rerun-state-machine `Unexpected result nan/inf`,
 `fp16_overflow`; TensorBoard's `NaN or Inf found in input tensor.`, quoted with a NaN loss and on its
-own a `medium` finding of low confidence when no loss is logged). The causes are told apart by the window
+own only an `info` note of low confidence when no loss is logged: a logger's warning is no loss value). The causes are told apart by the window
 before the onset: a flat loss and grad norm mean a bad batch (or log of zero), a rise of 3x or more
 means divergence, overflow messages or a falling loss scale mean fp16 overflow.
 
@@ -170,7 +170,8 @@ def _from_logged(logged: pl.DataFrame, loss: pl.DataFrame) -> Detection | None:
         evidence_count=logged.height,
         causes={},
         confidence=0.4,
-        severity=Severity.MEDIUM,
+        # A logger's warning without any non-finite loss value is no NaN loss: worth a note, not an alarm.
+        severity=Severity.INFO,
     )
 
 
