@@ -44,19 +44,22 @@ def md_text(text: object) -> str:
     return out.replace("&", "&amp;")
 
 
+def longest_backticks(text: str) -> int:
+    """The longest run of backticks in `text`: a Markdown fence around it must be longer."""
+    return max((len(r) for r in _BACKTICKS.findall(text)), default=0)
+
+
 def md_code_span(text: object) -> str:
     """An inline code span that the text cannot close (a fence longer than any backtick run inside)."""
     body = one_line(text)
-    longest = max((len(r) for r in _BACKTICKS.findall(body)), default=0)
-    fence = "`" * (longest + 1)
+    fence = "`" * (longest_backticks(body) + 1)
     pad = " " if body.startswith("`") or body.endswith("`") or not body else ""
     return f"{fence}{pad}{body}{pad}{fence}"
 
 
 def md_fence(text: str) -> str:
     """A code-block fence longer than any backtick run in the block, so a ``` line inside stays text."""
-    longest = max((len(r) for r in _BACKTICKS.findall(text)), default=0)
-    return "`" * max(3, longest + 1)
+    return "`" * max(3, longest_backticks(text) + 1)
 
 
 def html(text: object) -> str:

@@ -5,10 +5,12 @@ Every string that came from a log (summaries, signatures, host names, paths, rea
 
 from __future__ import annotations
 
-import html
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+
+from forensics.reports.escape import html as escape_html
+from forensics.reports.escape import visible
 
 TOP = 10
 UNNAMED = "(host not named in the logs)"
@@ -127,7 +129,7 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~&])")
 
 def md_escape(text: str) -> str:
     """Text safe in a Markdown table cell: no markup, no HTML, no line breaks."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(visible(text).split()))
 
 
 def render_md(root: str, rows: list[dict], excluded: int = 0) -> str:
@@ -154,7 +156,7 @@ _CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:80em}table{b
 
 def render_html(root: str, rows: list[dict], excluded: int = 0) -> str:
     """summary.html: self-contained (no scripts, no network), every log string escaped."""
-    e = lambda s: html.escape(str(s), quote=True)  # noqa: E731
+    e = escape_html
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            f"<title>forensics scan: {e(root)}</title><style>{_CSS}</style></head><body>",
            f"<h1>forensics scan: {e(root)}</h1><ul>"]

@@ -6,8 +6,10 @@ from functools import cache
 from importlib import resources
 
 import jinja2
+from markupsafe import Markup
 
 from forensics.contracts.model import Onset
+from forensics.reports.escape import visible
 from forensics.reports.postmortem.build import Postmortem, finding_ranks, lane_cell
 
 
@@ -30,7 +32,10 @@ def _onset(o: Onset) -> str:
 
 @cache
 def _template() -> jinja2.Template:
-    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=False, keep_trailing_newline=True)
+    # Every plain string printed into the page shows its control characters as visible escapes (then is
+    # HTML-escaped); Markup (the inline SVG plots) passes as it is.
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=False, keep_trailing_newline=True,
+                             finalize=lambda v: visible(v) if isinstance(v, str) and not isinstance(v, Markup) else v)
     text = resources.files("forensics.reports.postmortem").joinpath("page.html.j2").read_text(encoding="utf-8")
     return env.from_string(text)
 

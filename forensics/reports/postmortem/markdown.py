@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from forensics.reports.escape import longest_backticks, md_fence, visible
 from forensics.reports.postmortem.build import Postmortem, finding_ranks, lane_cell
 from forensics.reports.postmortem.html import _num, _onset, _pct
-from forensics.reports.postmortem.text import visible
 
 # Characters with a meaning anywhere in a Markdown line (CommonMark + GitHub tables): backslash-escaped in text.
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]|~>])")
@@ -26,17 +26,15 @@ def text(value: object) -> str:
 def code(value: object) -> str:
     """Trusted text (playbook ids) as inline code: a backtick run longer than any inside it, padded so edges stay literal."""
     s = visible(str(value)).replace("\r", " ").replace("\n", " ")
-    longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
-    fence = "`" * (longest + 1)
+    fence = "`" * (longest_backticks(s) + 1)
     return f"{fence} {s} {fence}"
 
 
 def block(value: object, info: str = "text") -> list[str]:
     """Input text as a fenced code block whose fence is longer than any backtick run in it (a ``` line in a
     log cannot close it)."""
-    s = visible(str(value), keep_newlines=True)
-    longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
-    fence = "`" * max(3, longest + 1)
+    s = visible(str(value))
+    fence = md_fence(s)
     return [fence + info, *s.splitlines(), fence]
 
 
