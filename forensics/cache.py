@@ -46,7 +46,7 @@ def fingerprint(root: Path) -> str:
     make the identity change in every process (discovery never reads those either). Names are hashed
     as bytes, so a name that is not UTF-8 cannot break it.
     """
-    from forensics.discover import walk
+    from forensics.discover import input_entries
 
     root = Path(root)
     h = hashlib.sha256(_code_digest().encode())
@@ -54,17 +54,13 @@ def fingerprint(root: Path) -> str:
         st = root.stat()
         h.update(os.fsencode(root.name) + f"\0{st.st_size}\0{st.st_mtime_ns}".encode())
         return h.hexdigest()
-    for dirpath, dirnames, filenames in walk(root, lambda exc: None):
-        dirnames[:] = sorted(dirnames)
-        for name in sorted(filenames):
-            full = os.path.join(dirpath, name)
-            rel = os.fsencode(os.path.relpath(full, root))
-            try:
-                st = os.lstat(full)
-                special = not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode))
-                h.update(rel + (b"\0special\n" if special else f"\0{st.st_size}\0{st.st_mtime_ns}\n".encode()))
-            except OSError:
-                h.update(rel + b"\0?\n")
+    for rel, st in input_entries(root):
+        if st is None:
+            h.update(rel + b"\0?\n")
+        elif stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
+            h.update(rel + f"\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        else:
+            h.update(rel + b"\0special\n")
     return h.hexdigest()
 
 

@@ -55,6 +55,23 @@ def walk(root: Path, on_error) -> Iterator[tuple[str, list[str], list[str]]]:
         stack.extend(os.path.join(top, d) for d in reversed(dirnames) if d not in links)
 
 
+def input_entries(root: Path) -> Iterator[tuple[bytes, os.stat_result | None]]:
+    """Every file under `root` as (relative path as bytes, its lstat or None when it cannot be taken), in walk
+    order, a sample case's expect.toml at the top left out: what an input fingerprint is made of. Names are
+    bytes (a name need not be UTF-8) and entries are never followed (a link to /proc must not change it)."""
+    for dirpath, dirnames, filenames in walk(root, lambda exc: None):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if name in SKIP_TOP_FILES and dirpath == str(root):
+                continue
+            full = os.path.join(dirpath, name)
+            try:
+                st: os.stat_result | None = os.lstat(full)
+            except OSError:
+                st = None
+            yield os.fsencode(os.path.relpath(full, root)), st
+
+
 def display_name(rel: str) -> str:
     """A relative path as the files table and reports show it: bytes that are not UTF-8 as `\\xNN`."""
     try:

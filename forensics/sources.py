@@ -76,7 +76,8 @@ class _Decompressing(io.RawIOBase):
         self._raw = raw
         self._owner = owner
         self._dec = _decompressor(owner.compression or "")
-        self._left = min(owner.max_decompressed, decompress_budget(owner.size))
+        self._budget = min(owner.max_decompressed, decompress_budget(owner.size))
+        self._left = self._budget
         self._buf = b""
         self._pending = b""  # compressed input the decompressor has not consumed yet
         self._more = False  # bz2/xz: output buffered inside the decompressor
@@ -143,9 +144,6 @@ class _Decompressing(io.RawIOBase):
                 return
             self._buf = out
 
-    def _budget_text(self) -> str:
-        return f"{min(self._owner.max_decompressed, decompress_budget(self._owner.size)) // 1024**2} MiB"
-
     def readinto(self, b) -> int:  # type: ignore[override]
         self._fill()
         if not self._buf:
@@ -153,7 +151,7 @@ class _Decompressing(io.RawIOBase):
         if self._left <= 0:
             self._owner.truncated = True
             self._owner.problems.append(
-                f"decompressed size budget reached ({self._budget_text()}): the rest was not read (a decompression bomb?)")
+                f"decompressed size budget reached ({self._budget // 1024**2} MiB): the rest was not read (a decompression bomb?)")
             self._done, self._buf = True, b""
             return 0
         n = min(len(b), len(self._buf), self._left)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from forensics.discover import SKIP_TOP_FILES, walk
+from forensics.discover import input_entries
 
 
 @dataclass(frozen=True)
@@ -30,23 +29,15 @@ def input_stat(path: Path) -> InputStat:
         st = path.stat()
         h.update(f"{path.name}\0{st.st_size}\0{st.st_mtime_ns}".encode())
         return InputStat(h.hexdigest()[:32], st.st_size, 1, st.st_mtime)
-    # The walk and the files of analyze's own discovery: no recursion limit, a sample's expect.toml left out.
-    for dirpath, dirnames, filenames in walk(path, lambda exc: None):
-        dirnames.sort()
-        for name in sorted(filenames):
-            if name in SKIP_TOP_FILES and dirpath == str(path):
-                continue
-            full = os.path.join(dirpath, name)
-            rel = os.fsencode(os.path.relpath(full, path))  # bytes: a name need not be UTF-8
-            try:
-                st = os.lstat(full)
-            except OSError:
-                h.update(rel + b"\0?\n")
-                continue
-            h.update(rel + f"\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-            total += st.st_size
-            count += 1
-            newest = max(newest, st.st_mtime)
+    # The files of analyze's own discovery: no recursion limit, a sample's expect.toml left out.
+    for rel, st in input_entries(path):
+        if st is None:
+            h.update(rel + b"\0?\n")
+            continue
+        h.update(rel + f"\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        total += st.st_size
+        count += 1
+        newest = max(newest, st.st_mtime)
     return InputStat(h.hexdigest()[:32], total, count, newest)
 
 
