@@ -202,7 +202,7 @@ def test_hostile_text_is_escaped_in_markdown(hostile, tmp_path):
     assert fence is None  # every block closed
     assert "```" in inside  # the log's bare fence line stayed inside the quote
     assert not any("<script" in ln.lower() or "<img" in ln.lower() for ln in outside)
-    assert any("&lt;script\\>alert(2)&lt;/script\\>.bin" in ln for ln in outside)
+    assert any("&lt;script&gt;alert(2)&lt;/script&gt;.bin" in ln for ln in outside)
 
 
 def test_markdown_writes_its_plot_folder(tmp_path):

@@ -13,7 +13,9 @@ import re
 # C0 controls but tab and newline, DEL, C1 controls, bidirectional marks/overrides/isolates, and the
 # lone surrogates that stand for undecodable bytes of a file name (Python's surrogateescape).
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|!#])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]|!#~])")
+# Markers that mean something only at the start of a line (list, setext heading, numbered list).
+_MD_LEAD = re.compile(r"^(\s*\d*)([+\-=]|(?<=\d)[.)])")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _BACKTICKS = re.compile(r"`+")
 
@@ -40,8 +42,12 @@ def one_line(text: object) -> str:
 
 def md_text(text: object) -> str:
     """One line of Markdown prose or a table cell: no raw HTML, no links or images, no table break."""
-    out = _MD_SPECIAL.sub(r"\\\1", one_line(text))
-    return out.replace("&", "&amp;")
+    # Angle brackets as entities, not backslashes: every renderer reads `&lt;` as text, some read `\<` as a tag.
+    out = one_line(text)
+    for k, v in _HTML.items():
+        out = out.replace(k, v)
+    out = _MD_SPECIAL.sub(r"\\\1", out)
+    return _MD_LEAD.sub(lambda m: m.group(1) + "\\" + m.group(2), out)
 
 
 def longest_backticks(text: str) -> int:

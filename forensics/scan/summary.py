@@ -5,12 +5,11 @@ Every string that came from a log (summaries, signatures, host names, paths, rea
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from forensics.reports.escape import html as escape_html
-from forensics.reports.escape import visible
+from forensics.reports.escape import md_text
 
 TOP = 10
 UNNAMED = "(host not named in the logs)"
@@ -124,18 +123,10 @@ def sections(rows: list[dict]) -> list[Section]:
     return out
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~&])")
-
-
-def md_escape(text: str) -> str:
-    """Text safe in a Markdown table cell: no markup, no HTML, no line breaks."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(visible(text).split()))
-
-
 def render_md(root: str, rows: list[dict], excluded: int = 0) -> str:
     """summary.md."""
-    lines = [f"# forensics scan: {md_escape(root)}", ""]
-    lines += [f"- {md_escape(h)}" for h in headline(rows, excluded)]
+    lines = [f"# forensics scan: {md_text(root)}", ""]
+    lines += [f"- {md_text(h)}" for h in headline(rows, excluded)]
     for sec in sections(rows):
         lines += ["", f"## {sec.title}", ""]
         if sec.note:
@@ -145,7 +136,7 @@ def render_md(root: str, rows: list[dict], excluded: int = 0) -> str:
             continue
         lines.append("| " + " | ".join(sec.headers) + " |")
         lines.append("|" + "---|" * len(sec.headers))
-        lines += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in sec.rows]
+        lines += ["| " + " | ".join(md_text(c) for c in row) + " |" for row in sec.rows]
     return "\n".join(lines) + "\n"
 
 
