@@ -42,6 +42,22 @@ STILL_MISSED: dict[str, str] = {
     "grokfast_9_hf_grad_norm_1e12_to_1e14": "metric-shape: want gradient-explosion, got none",
     "qwen_672_hf_lr_constant_despite_cosine_deepspeed": "metric-shape: want lr-schedule-anomaly, got none",
     "sphereface_30_caffe_softmax_loss_9_4_at_chance": "metric-shape: want loss-stagnation, got none",
+    "coqui_stt_2238_slurm_exceeded_job_memory": "crash: want host-memory-exhaustion (a batch scheduler's memory-limit kill), got none",
+    "tim_4_sacred_attributeerror_meta_val_interval": "crash: want unclassified-failure (a final exception under a non-standard traceback header), got none",
+    "tensorflow_28405_transformer_tutorial_local_rerun_normal_healthy": "healthy: got loss-stagnation on a falling loss",
+    "open_animateanyone_101_periodic_load_data_time_stall_cpu_bound": "metric-shape: want dataloader-bottleneck (data time many times the step time), got none",
+    "centernet_604_data_time_grows_cpu_contention_slow_training": "metric-shape: want dataloader-bottleneck (progress-bar Data/Net meters), got none",
+    "mmpose_2501_uniformer_pose_train_log_healthy": "healthy: got dataloader-bottleneck for a data time a third of the step time",
+    "returnn_1485_ddp_slow_epochs_sec_per_step": "perf: want step-time-regression, got none (the paste holds only the slow epoch: no baseline in the log)",
+    "espnet_3170_ctc_nan_grad_short_utterances": "numerical: want bad-input-data (NaN gradients skipped on some utterances), got none",
+    "gemma_pytorch_24_sft_loss_nan_half_precision_weights": "numerical: want fp16-overflow, got nan-loss (half precision named only in the thread)",
+    "mar_69_nan_loss_fp16_autocast": "numerical: want fp16-overflow, got nan-loss (autocast named only in the thread)",
+    "llamafactory_4202_glm4_fp16_v100_loss_spike_then_zero": "short-paste: want fp16-overflow (loss 18x with a NaN grad norm, then exactly 0), got none",
+    "apex_840_identical_loss_all_ranks": "metric-shape: want sampler-duplication (bare numbers, each printed once per rank), got none",
+    "fairseq_118_gnorm_rising_before_explosion": "metric-shape: want gradient-explosion, got clipping-saturation (the paste ends as gnorm starts rising: 2.6 -> 3.4)",
+    "sd_scripts_91_lora_up_zero_gradient_checkpointing": "metric-shape: want lora-silent-zero (a name,value dump of LoRA-up weights all 0.0), got none",
+    "so_50899548_lstm_epoch_time_grows_mirror": "metric-shape: want step-time-regression (an h:mm:ss time delta growing every interval), got none",
+    "gnas_2_maintainer_single_4090_search_log_healthy": "healthy: got lr-schedule-anomaly",
 }
 
 
@@ -100,7 +116,7 @@ def test_every_incident_has_a_source_and_a_verdict():
     names = [c["name"] for c in CASES]
     assert len(names) == len(set(names))
     for c in CASES:
-        assert c["url"].startswith("https://github.com/"), c["name"]
+        assert c["url"].startswith("https://"), c["name"]  # a public thread: GitHub, or a Q&A/forum page
         # Every incident says what must (or must not) be found; a root and silence exclude each other.
         assert "root" in c or c.get("quiet") or c.get("max_severity") or c.get("not_fire"), c["name"]
         assert not ("root" in c and c.get("quiet")), c["name"]
