@@ -105,3 +105,26 @@ def test_faulthandler_and_py_spy_dumps(tmp_path):
     assert fh["line"].to_list() == [1] and json.loads(fh["fields"][0])["after"] == "0:10:00"
     spy = ev.filter(code="py_spy_dump")
     assert spy["line"].to_list() == [4] and json.loads(spy["fields"][0]) == {"tid": "2893", "state": "idle", "thread": "MainThread"}
+
+
+def test_traceback_under_a_foreign_header_with_frames_the_paste_de_indented(tmp_path):
+    """Sacred prints `Traceback (most recent calls WITHOUT Sacred internals):` and pastes often lose the frames'
+    indentation: the frame line (whole, with `, in <function>`) and the source line under it still lead to the
+    exception line, which is the run's final error (mboudiaf/TIM#4)."""
+    text = ("ERROR - FSL training - Failed after 0:04:19!\n"
+            "Traceback (most recent calls WITHOUT Sacred internals):\n"
+            'File "/code/TIM-master/src/main.py", line 118, in main\n'
+            "if (epoch) % trainer.meta_val_interval == 0:\n"
+            "AttributeError: 'Trainer' object has no attribute 'meta_val_interval'\n")
+    tb = frame(ingest_text(tmp_path, text), "events").filter(pl.col("code") == "python_traceback").row(0, named=True)
+    assert (tb["line"], tb["end_line"]) == (3, 5)
+    assert json.loads(tb["fields"])["exc_type"] == "AttributeError"
+
+
+def test_prose_before_an_exception_name_is_not_a_de_indented_frame(tmp_path):
+    """Near miss: a `File "…", line N` mention without `, in <function>` and prose lines are no traceback."""
+    text = ('File "config.yaml", line 3 has a typo\n'
+            "the value below was printed by the script\n"
+            "ValueError: is the name of the class we test\n")
+    ev = frame(ingest_text(tmp_path, text), "events")
+    assert ev.filter(pl.col("code") == "python_traceback").height == 0

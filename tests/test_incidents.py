@@ -42,8 +42,6 @@ STILL_MISSED: dict[str, str] = {
     "grokfast_9_hf_grad_norm_1e12_to_1e14": "metric-shape: want gradient-explosion, got none",
     "qwen_672_hf_lr_constant_despite_cosine_deepspeed": "metric-shape: want lr-schedule-anomaly, got none",
     "sphereface_30_caffe_softmax_loss_9_4_at_chance": "metric-shape: want loss-stagnation, got none",
-    "coqui_stt_2238_slurm_exceeded_job_memory": "crash: want host-memory-exhaustion (a batch scheduler's memory-limit kill), got none",
-    "tim_4_sacred_attributeerror_meta_val_interval": "crash: want unclassified-failure (a final exception under a non-standard traceback header), got none",
     "tensorflow_28405_transformer_tutorial_local_rerun_normal_healthy": "healthy: got loss-stagnation on a falling loss",
     "open_animateanyone_101_periodic_load_data_time_stall_cpu_bound": "metric-shape: want dataloader-bottleneck (data time many times the step time), got none",
     "centernet_604_data_time_grows_cpu_contention_slow_training": "metric-shape: want dataloader-bottleneck (progress-bar Data/Net meters), got none",

@@ -13,6 +13,8 @@ from forensics.parsers.blocks.common import EXC_TYPE, FRAME, TB_START, WINDOW, b
 # An exception line as Python prints it last in a traceback (a dotted class name ending in Error/Exception).
 _TAIL_EXC = r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt)(?::|$)"
 _TAIL_FRAME = re.compile(r'^\s+File "[^"]+", line \d+')
+# A frame line whose indentation the paste stripped: only with its `, in <function>` tail, the whole frame.
+_BARE_FRAME = re.compile(r'^File "[^"]+", line \d+, in \S')
 _TAIL_CODE = re.compile(r"^\s{4}|^\s+[~^]+\s*$")
 # The source line of the innermost frame when it is a raise statement, as a paste that keeps only the last two
 # lines of a traceback gives it (its indentation often stripped): `raise XError(f"…")`, then `pkg.XError: …`.
@@ -42,12 +44,12 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
             if prefix and not t.startswith(prefix):
                 break
             body = t[len(prefix) :]
-            if _TAIL_FRAME.match(body):
+            if _TAIL_FRAME.match(body) or _BARE_FRAME.match(body):
                 frames.append(body)
             elif q == pos - 1 and _TAIL_RAISE.match(body):
                 raised = True
-            elif not _TAIL_CODE.match(body):
-                break
+            elif not (_TAIL_CODE.match(body) or (q > 0 and _BARE_FRAME.match(str(text[q - 1])[len(prefix) :]))):
+                break  # neither a frame nor the source line under one (de-indented by the paste: the frame above says so)
             q -= 1
         if not (frames or raised) or TB_START.search(str(text[q]) if q >= 0 else ""):
             continue  # not after frames or a raise statement, or the opener is there (a block the traceback pass reads)
