@@ -23,6 +23,7 @@ from forensics.contracts import tables as T
 from forensics.discover import discover
 from forensics.parsers import spool
 from forensics.parsers.base import ParseResult, kinds_where
+from forensics.pool import Pool, cpu_count, in_worker
 from forensics.sniff import sniff_source
 from forensics.steps import carry_across_files
 
@@ -116,7 +117,9 @@ SPILL_BYTES = 128 * 1024 * 1024
 
 
 def _worker_count(sources: list) -> int:
-    """Worker processes to use: FORENSICS_WORKERS if set, else one per CPU for runs worth it."""
+    """Worker processes to use: FORENSICS_WORKERS if set, else one per CPU for runs worth it (none inside a worker)."""
+    if in_worker():
+        return 1  # a pool worker (a scan's run) parses its files itself
     env = os.environ.get("FORENSICS_WORKERS")
     if env is not None:
         try:
@@ -125,8 +128,14 @@ def _worker_count(sources: list) -> int:
             return 1
     if len(sources) < 2 or sum(s.size for s in sources) < PARALLEL_MIN_BYTES:
         return 1
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cpus, len(sources)))
+    return max(1, min(cpu_count(), len(sources)))
+
+
+def _init_worker() -> None:
+    """Once per ingest worker: every parser module imported before the first file."""
+    from forensics.parsers.base import registry
+
+    registry()
 
 
 def _parse_task(task: tuple[int, object, str]) -> tuple[int, dict, dict, dict[str, str]]:
@@ -220,14 +229,16 @@ def _parse_parallel(sources: list, workers: int, run_spool: _Spool, done: dict, 
     Progress is reported in file order, as a serial parse reports it. A file whose task failed
     (its worker killed, e.g. by the OOM killer) is left out of `done` for the caller to parse.
     """
-    from forensics.workers import run_tasks
-
     folder = str(run_spool.get())
     order = sorted(range(len(sources)), key=lambda i: -sources[i].size)
     tasks = [(i, (i, sources[i], folder)) for i in order]
     reported = 0
     # One polars thread per worker: the workers already use every core.
-    for _, (index, row, meta, paths) in run_tasks("forensics.ingest:_parse_task", tasks, workers, {"POLARS_MAX_THREADS": "1"}):
+    pool = Pool(workers, _init_worker, {"POLARS_MAX_THREADS": "1"})
+    for _, status, value in pool.run(_parse_task, tasks):
+        if status != "ok":
+            continue  # the worker died (killed, out of memory) or the task raised: the caller parses the file itself
+        index, row, meta, paths = value
         done[index] = (row, meta, {name: Path(p) for name, p in paths.items()})
         while progress is not None and reported in done:
             progress(done[reported][0])
