@@ -24,6 +24,7 @@ from forensics.discover import discover
 from forensics.parsers import spool
 from forensics.parsers.base import ParseResult, kinds_where
 from forensics.pool import Pool, cpu_count, in_worker
+from forensics.progress import Meter
 from forensics.sniff import sniff_source
 from forensics.steps import carry_across_files
 
@@ -167,12 +168,16 @@ class _Spool:
         return self.path
 
 
-def ingest(root: Path, progress=None, found: tuple[list, list] | None = None) -> Run:
+def ingest(root: Path, progress=None, found: tuple[list, list] | None = None, meter: Meter | None = None) -> Run:
     """Parse every file under `root` into the evidence tables (input is only ever read).
 
-    `found` replaces the folder walk with given (sources, skipped): `forensics scan` reads archive members so."""
+    `progress` is called with each file's row, in file order; `meter` (a progress bar) is given the
+    total bytes, then each file's bytes as it is parsed. `found` replaces the folder walk with given
+    (sources, skipped): `forensics scan` reads archive members so."""
     root = Path(root)
     sources, skipped = found if found is not None else discover(root)
+    if meter is not None:
+        meter.total = sum(s.size for s in sources)
     rows: list[dict] = [
         _file_row(s.rel, "unknown", s.size, None, None, s.status, s.error, 0, None) for s in skipped
     ]
@@ -186,7 +191,7 @@ def ingest(root: Path, progress=None, found: tuple[list, list] | None = None) ->
     reported = 0
     workers = _worker_count(sources)
     if workers > 1:
-        reported = _parse_parallel(sources, workers, run_spool, done, progress)
+        reported = _parse_parallel(sources, workers, run_spool, done, progress, meter)
     in_memory = 0
     for index, src in enumerate(sources):
         if index < reported:
@@ -206,6 +211,8 @@ def ingest(root: Path, progress=None, found: tuple[list, list] | None = None) ->
                     # Past the budget, parts go to disk so that memory stays bounded whatever the run's size.
                     tables[name] = _spill(table, run_spool.get() / f"{index:06d}-{name}.arrows") if in_memory > SPILL_BYTES else table
             done[index] = (row, result.meta if result is not None else {}, tables)
+            if meter is not None:
+                meter.update(src.size)
         if progress is not None:
             progress(done[index][0])
     for index in range(len(sources)):
@@ -223,7 +230,7 @@ def ingest(root: Path, progress=None, found: tuple[list, list] | None = None) ->
     return run
 
 
-def _parse_parallel(sources: list, workers: int, run_spool: _Spool, done: dict, progress) -> int:
+def _parse_parallel(sources: list, workers: int, run_spool: _Spool, done: dict, progress, meter: Meter | None) -> int:
     """Parse files in worker processes, largest first; returns how many leading files were reported.
 
     Progress is reported in file order, as a serial parse reports it. A file whose task failed
@@ -240,6 +247,8 @@ def _parse_parallel(sources: list, workers: int, run_spool: _Spool, done: dict, 
             continue  # the worker died (killed, out of memory) or the task raised: the caller parses the file itself
         index, row, meta, paths = value
         done[index] = (row, meta, {name: Path(p) for name, p in paths.items()})
+        if meter is not None:
+            meter.update(sources[index].size)
         while progress is not None and reported in done:
             progress(done[reported][0])
             reported += 1
