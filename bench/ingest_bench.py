@@ -45,6 +45,8 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+# The checkout and interpreter whose ingest is measured (--code, --python): this one by default.
+CODE, PYTHON = REPO, sys.executable
 GEN_VERSION = 3  # bump when the generated content changes, so cached folders are rebuilt
 RANKS = 8
 # Which trainer family writes which rank's log; ranks 1 and 5 are gzip-compressed.
@@ -590,10 +592,13 @@ import json, resource, sys, time
 sys.path.insert(0, sys.argv[2])
 t0 = time.perf_counter()
 from forensics.ingest import ingest
-t1 = time.perf_counter()
+def cpu():
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+t1, c1 = time.perf_counter(), cpu()
 run = ingest(sys.argv[1])
-t2 = time.perf_counter()
-done = {"import_s": t1 - t0, "ingest_s": t2 - t1,
+t2, c2 = time.perf_counter(), cpu()  # the pool's workers are reaped when ingest returns: their CPU time counts
+done = {"import_s": t1 - t0, "ingest_s": t2 - t1, "cpu_s": c2 - c1,
         "rss_self_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         "rss_children_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}
 print("INGESTED " + json.dumps(done), flush=True)  # the parent stops sampling memory here
@@ -654,7 +659,7 @@ def run_ingest(run: Path, workers: str | None = None) -> dict:
     if workers is not None:
         env["FORENSICS_WORKERS"] = workers
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(run), str(REPO)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen([PYTHON, "-c", CHILD, str(run), str(CODE)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     lines: list[str] = []
     ingested = threading.Event()
 
@@ -697,7 +702,12 @@ def main() -> int:
                     help="run the Python loop on the first N MiB of each file and scale its time by bytes (it is slow)")
     ap.add_argument("--repeat", type=int, default=1, help="time grep and ingest this many times, keep the best")
     ap.add_argument("--workers", default=None, help="FORENSICS_WORKERS for the ingest (default: automatic)")
+    ap.add_argument("--code", type=Path, default=REPO,
+                    help="checkout whose ingest is measured (another commit's, for a before/after), with --python")
+    ap.add_argument("--python", default=sys.executable, help="interpreter for the ingest child (the --code checkout's venv)")
     args = ap.parse_args()
+    global CODE, PYTHON
+    CODE, PYTHON = args.code, args.python
     sizes = sorted(args.size_mb or [1000])
     args.workdir.mkdir(parents=True, exist_ok=True)
     patterns, skipped = grep_patterns()
@@ -731,6 +741,7 @@ def main() -> int:
         rss = max(ing["rss_tree_kib"], ing["rss_self_kib"], ing["rss_children_kib"]) / 1024
         print(f"ingest             : {i_s:7.2f} s  ({nbytes / MB / i_s:6.0f} MiB/s)  metrics {ing['metrics']}, events {ing['events']}; "
               f"imports {ing['import_s']:.1f} s")
+        print(f"  cores used: {ing['cpu_s'] / i_s:.2f} (CPU time of ingest and its workers / wall time; {ing['cpu_s']:.1f} s / {i_s:.1f} s)")
         print(f"  peak RSS {ing['rss_tree_kib'] / 1024:.0f} MiB (parent + workers, sampled every 50 ms); "
               f"max RSS {ing['rss_self_kib'] / 1024:.0f} MiB (parent), {ing['rss_children_kib'] / 1024:.0f} MiB (largest worker)")
         print(f"  then every table written as Parquet (what `forensics ingest -o` does): {ing['save_s']:.1f} s, "

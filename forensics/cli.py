@@ -30,9 +30,9 @@ def _fail(message: str) -> None:
     sys.exit(EXIT_ERROR)
 
 
-def _load_run(run: Path, cache_dir: Path | None, use_cache: bool, quiet: bool):
-    """The run's tables: from a matching Parquet cache, else parsed now (and cached)."""
-    from forensics import cache
+def _load_run(run: Path, cache_dir: Path | None, use_cache: bool, quiet: bool, bar: bool = False):
+    """The run's tables: from a matching Parquet cache, else parsed now (and cached; `bar`: a progress bar on a terminal)."""
+    from forensics import cache, progress
     from forensics.ingest import ingest as do_ingest
 
     target = cache_dir or cache.default_dir(run)
@@ -40,7 +40,8 @@ def _load_run(run: Path, cache_dir: Path | None, use_cache: bool, quiet: bool):
         cached = cache.load(run, target)
         if cached is not None:
             return cached
-    result = do_ingest(run)
+    with progress.bar("parsing", enabled=bar) as meter:
+        result = do_ingest(run, meter=meter)
     if use_cache:
         try:
             cache.save(result, target)
@@ -60,16 +61,20 @@ def ingest(run: Path, out: Path | None, quiet: bool) -> None:
     \b
     Example: forensics ingest sample_logs/cuda-oom/oom-then-timeouts -o /tmp/tables
     """
-    from forensics import cache
+    from tqdm import tqdm
+
+    from forensics import cache, progress
     from forensics.ingest import ingest as do_ingest
 
-    def progress(row: dict) -> None:
+    def per_file(row: dict) -> None:
         if quiet:
             return
         why = f"  ({one_line(row['error'])})" if row["error"] else ""
-        click.echo(f"{row['status']:<12} {row['kind']:<16} {row['rows']:>9} rows  {one_line(row['file'])}{why}")
+        with tqdm.external_write_mode():  # the bar steps aside for the line, then redraws under it
+            click.echo(f"{row['status']:<12} {row['kind']:<16} {row['rows']:>9} rows  {one_line(row['file'])}{why}")
 
-    result = do_ingest(run, progress=progress)
+    with progress.bar("parsing", enabled=not quiet) as meter:
+        result = do_ingest(run, progress=per_file, meter=meter)
     target = out or cache.default_dir(run)
     try:
         cache.save(result, target)
@@ -97,8 +102,11 @@ def _analysis_options(command):
 
 
 def _analysis(run: Path, select: tuple[str, ...], ignore: tuple[str, ...], sets: tuple[str, ...], config: Path | None,
-              baseline: Path | None, cache_dir: Path | None, no_cache: bool, quiet: bool):
-    """The configuration and the analysis of RUN, as `analyze` and `report` both do it (ConfigError/ValueError on bad input)."""
+              baseline: Path | None, cache_dir: Path | None, no_cache: bool, quiet: bool, bar: bool):
+    """The configuration and the analysis of RUN, as `analyze` and `report` both do it (ConfigError/ValueError on bad input).
+
+    `bar`: progress bars on stderr (when it is a terminal) while parsing and analysing."""
+    from forensics import progress
     from forensics.config import ConfigError, find_config, load_config, parse_set
     from forensics.contracts.context import Context
     from forensics.engine import analyze as do_analyze
@@ -113,10 +121,11 @@ def _analysis(run: Path, select: tuple[str, ...], ignore: tuple[str, ...], sets:
     if unknown:
         raise ConfigError(f"unknown playbook id or category: {', '.join(unknown)} (see `forensics playbooks list`)")
     overrides = parse_set(sets)
-    ctx = Context(_load_run(run, cache_dir, not no_cache, quiet))
+    ctx = Context(_load_run(run, cache_dir, not no_cache, quiet, bar))
     if baseline is not None:
-        ctx.baseline = Context(_load_run(baseline, None, not no_cache, True))
-    return cfg, do_analyze(ctx, cfg, overrides)
+        ctx.baseline = Context(_load_run(baseline, None, not no_cache, True, bar))
+    with progress.bar("analysing", unit="playbook", enabled=bar) as meter:
+        return cfg, do_analyze(ctx, cfg, overrides, meter)
 
 
 @main.command()
@@ -138,7 +147,9 @@ def analyze(run: Path, fmt: str, out: Path | None, fail_on: str | None, select: 
     from forensics.contracts.model import Severity
 
     try:
-        cfg, result = _analysis(run, select, ignore, sets, config, baseline, cache_dir, no_cache, fmt != "text")
+        # No bar while a JSON report goes to stdout (a machine reads it; a person is not watching).
+        cfg, result = _analysis(run, select, ignore, sets, config, baseline, cache_dir, no_cache, fmt != "text",
+                                bar=not (fmt == "json" and out is None))
         fail_level = fail_on or cfg.fail_on
         fail_sev = Severity.parse(fail_level) if fail_level else None
     except (ConfigError, ValueError) as exc:
@@ -187,7 +198,7 @@ def report(run: Path, out: Path | None, fmt: str, select: tuple[str, ...], ignor
     from forensics.reports.postmortem.build import build
 
     try:
-        _, result = _analysis(run, select, ignore, sets, config, baseline, cache_dir, no_cache, False)
+        _, result = _analysis(run, select, ignore, sets, config, baseline, cache_dir, no_cache, False, bar=True)
     except (ConfigError, ValueError) as exc:
         click.echo(f"forensics: error: {exc}", err=True)
         sys.exit(EXIT_ERROR)

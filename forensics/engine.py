@@ -16,6 +16,7 @@ from forensics.config import Config, resolve_thresholds, selected
 from forensics.contracts.context import Context
 from forensics.contracts.model import ANY_PLAYBOOK, Cause, Detection, Evidence, Onset, Severity
 from forensics.playbooks.base import Playbook, registry
+from forensics.progress import Meter
 
 MAX_EVIDENCE = 10
 
@@ -241,8 +242,9 @@ def order(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-def analyze(ctx: Context, cfg: Config | None = None, overrides: dict | None = None) -> Analysis:
-    """Run every selected playbook over the context and return ranked findings."""
+def analyze(ctx: Context, cfg: Config | None = None, overrides: dict | None = None,
+            meter: Meter | None = None) -> Analysis:
+    """Run every selected playbook over the context and return ranked findings (`meter`, a progress bar, counts playbooks)."""
     cfg = cfg or Config()
     merged_overrides = {**cfg.thresholds}
     for pid, values in (overrides or {}).items():
@@ -251,7 +253,12 @@ def analyze(ctx: Context, cfg: Config | None = None, overrides: dict | None = No
     ran: list[str] = []
     skipped: dict[str, str] = {}
     errored: dict[str, str] = {}
-    for pid, pb in registry().items():
+    playbooks = registry()
+    if meter is not None:
+        meter.total = len(playbooks)
+    for pid, pb in playbooks.items():
+        if meter is not None:
+            meter.update(1)
         if not selected(pb, cfg.select, cfg.ignore):
             continue
         th = resolve_thresholds(pb, merged_overrides)

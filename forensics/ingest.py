@@ -23,6 +23,8 @@ from forensics.contracts import tables as T
 from forensics.discover import discover
 from forensics.parsers import spool
 from forensics.parsers.base import ParseResult, kinds_where
+from forensics.pool import Pool, cpu_count, in_worker
+from forensics.progress import Meter
 from forensics.sniff import sniff_source
 from forensics.steps import carry_across_files
 
@@ -116,7 +118,9 @@ SPILL_BYTES = 128 * 1024 * 1024
 
 
 def _worker_count(sources: list) -> int:
-    """Worker processes to use: FORENSICS_WORKERS if set, else one per CPU for runs worth it."""
+    """Worker processes to use: FORENSICS_WORKERS if set, else one per CPU for runs worth it (none inside a worker)."""
+    if in_worker():
+        return 1  # a pool worker (a scan's run) parses its files itself
     env = os.environ.get("FORENSICS_WORKERS")
     if env is not None:
         try:
@@ -125,8 +129,14 @@ def _worker_count(sources: list) -> int:
             return 1
     if len(sources) < 2 or sum(s.size for s in sources) < PARALLEL_MIN_BYTES:
         return 1
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cpus, len(sources)))
+    return max(1, min(cpu_count(), len(sources)))
+
+
+def _init_worker() -> None:
+    """Once per ingest worker: every parser module imported before the first file."""
+    from forensics.parsers.base import registry
+
+    registry()
 
 
 def _parse_task(task: tuple[int, object, str]) -> tuple[int, dict, dict, dict[str, str]]:
@@ -158,12 +168,16 @@ class _Spool:
         return self.path
 
 
-def ingest(root: Path, progress=None, found: tuple[list, list] | None = None) -> Run:
+def ingest(root: Path, progress=None, found: tuple[list, list] | None = None, meter: Meter | None = None) -> Run:
     """Parse every file under `root` into the evidence tables (input is only ever read).
 
-    `found` replaces the folder walk with given (sources, skipped): `forensics scan` reads archive members so."""
+    `progress` is called with each file's row, in file order; `meter` (a progress bar) is given the
+    total bytes, then each file's bytes as it is parsed. `found` replaces the folder walk with given
+    (sources, skipped): `forensics scan` reads archive members so."""
     root = Path(root)
     sources, skipped = found if found is not None else discover(root)
+    if meter is not None:
+        meter.total = sum(s.size for s in sources)
     rows: list[dict] = [
         _file_row(s.rel, "unknown", s.size, None, None, s.status, s.error, 0, None) for s in skipped
     ]
@@ -177,7 +191,7 @@ def ingest(root: Path, progress=None, found: tuple[list, list] | None = None) ->
     reported = 0
     workers = _worker_count(sources)
     if workers > 1:
-        reported = _parse_parallel(sources, workers, run_spool, done, progress)
+        reported = _parse_parallel(sources, workers, run_spool, done, progress, meter)
     in_memory = 0
     for index, src in enumerate(sources):
         if index < reported:
@@ -197,6 +211,8 @@ def ingest(root: Path, progress=None, found: tuple[list, list] | None = None) ->
                     # Past the budget, parts go to disk so that memory stays bounded whatever the run's size.
                     tables[name] = _spill(table, run_spool.get() / f"{index:06d}-{name}.arrows") if in_memory > SPILL_BYTES else table
             done[index] = (row, result.meta if result is not None else {}, tables)
+            if meter is not None:
+                meter.update(src.size)
         if progress is not None:
             progress(done[index][0])
     for index in range(len(sources)):
@@ -214,21 +230,25 @@ def ingest(root: Path, progress=None, found: tuple[list, list] | None = None) ->
     return run
 
 
-def _parse_parallel(sources: list, workers: int, run_spool: _Spool, done: dict, progress) -> int:
+def _parse_parallel(sources: list, workers: int, run_spool: _Spool, done: dict, progress, meter: Meter | None) -> int:
     """Parse files in worker processes, largest first; returns how many leading files were reported.
 
     Progress is reported in file order, as a serial parse reports it. A file whose task failed
     (its worker killed, e.g. by the OOM killer) is left out of `done` for the caller to parse.
     """
-    from forensics.workers import run_tasks
-
     folder = str(run_spool.get())
     order = sorted(range(len(sources)), key=lambda i: -sources[i].size)
     tasks = [(i, (i, sources[i], folder)) for i in order]
     reported = 0
     # One polars thread per worker: the workers already use every core.
-    for _, (index, row, meta, paths) in run_tasks("forensics.ingest:_parse_task", tasks, workers, {"POLARS_MAX_THREADS": "1"}):
+    pool = Pool(workers, _init_worker, {"POLARS_MAX_THREADS": "1"})
+    for _, status, value in pool.run(_parse_task, tasks):
+        if status != "ok":
+            continue  # the worker died (killed, out of memory) or the task raised: the caller parses the file itself
+        index, row, meta, paths = value
         done[index] = (row, meta, {name: Path(p) for name, p in paths.items()})
+        if meter is not None:
+            meter.update(sources[index].size)
         while progress is not None and reported in done:
             progress(done[reported][0])
             reported += 1

@@ -17,7 +17,7 @@ import polars as pl
 from forensics.parsers import nvsmi_fields as F
 from forensics.parsers.base import Parser, ParseResult, Sniffed
 from forensics.parsers.lines import ReadStats, iter_frames
-from forensics.parsers.nvsmi_csv import result_of
+from forensics.parsers.nvsmi_csv import sink_result
 
 # DCGM short name -> (gpu column, converter) [SRC dcgm_fields.cpp].
 SHORT_NAMES: dict[str, tuple[str, str]] = {
@@ -142,9 +142,11 @@ def parse(src, sn: Sniffed) -> ParseResult:
     """Parse one `dcgmi dmon` capture."""
     stats = ReadStats()
     state = DcgmState()
-    parts = [parse_lines(frame, state) for frame in iter_frames(src, stats=stats)]
+    sink = F.TelemetrySink(src.rel)
+    for frame in iter_frames(src, stats=stats):
+        sink.add(parse_lines(frame, state))
     notes = [f"{state.bad_lines} entity row(s) before any #Entity header were skipped"] if state.bad_lines else []
-    return result_of(src, parts, [], notes + stats.problems(), stats)
+    return sink_result(src, sink, notes + stats.problems(), stats)
 
 
 def sniff(sn: Sniffed) -> int:

@@ -436,25 +436,26 @@ def parse(src, sn: Sniffed) -> ParseResult:
     stats = ReadStats()
     state = CsvState()
     state.context = "\n".join(ln for ln in F.first_lines(sn.text, 200) if "--query-" in ln)
-    gpu_parts, proc_parts = [], []
+    sink = F.TelemetrySink(src.rel)
     for frame in iter_frames(src, stats=stats):
-        g, p = parse_lines(frame, state)
-        if g.height:
-            gpu_parts.append(g)
-        if p.height:
-            proc_parts.append(p)
-    return result_of(src, gpu_parts, proc_parts, finish_notes(state) + stats.problems(), stats)
+        sink.add(*parse_lines(frame, state))
+    return sink_result(src, sink, finish_notes(state) + stats.problems(), stats)
 
 
 def result_of(src, gpu_parts, proc_parts, notes, stats: ReadStats | None = None) -> ParseResult:
-    """A ParseResult from gpu / procs frames, with a status that says what was read."""
-    gpu = F.stack(gpu_parts)
-    procs = F.stack(proc_parts)
+    """A ParseResult from gpu / procs frames held in memory (a small file's), with a status that says what was read."""
+    sink = F.TelemetrySink(src.rel)
+    sink.add(F.stack(gpu_parts), F.stack(proc_parts))
+    return sink_result(src, sink, notes, stats)
+
+
+def sink_result(src, sink: F.TelemetrySink, notes, stats: ReadStats | None = None) -> ParseResult:
+    """A ParseResult from the rows a streaming parser put in `sink`, with a status that says what was read."""
     res = ParseResult()
-    res.tables["gpu"] = F.gpu_table(gpu, src.rel) if gpu.height else F.gpu_table(pl.DataFrame({"line": []}, schema={"line": pl.Int64}), src.rel)
-    res.tables["gpu_procs"] = F.procs_table(procs, src.rel) if procs.height else F.procs_table(pl.DataFrame({"line": []}, schema={"line": pl.Int64}), src.rel)
+    res.tables["gpu"] = sink.gpu.table()
+    res.tables["gpu_procs"] = sink.procs.table()
     problems = notes + list(src.problems)
-    if gpu.height == 0 and procs.height == 0 and any("cannot be known" in n for n in notes):
+    if sink.gpu.rows == 0 and sink.procs.rows == 0 and any("cannot be known" in n for n in notes):
         res.status = "unrecognized"
         res.error = "; ".join(problems) or "no nvidia-smi samples found"
         return res

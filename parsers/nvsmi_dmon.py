@@ -16,7 +16,7 @@ import polars as pl
 from forensics.parsers import nvsmi_fields as F
 from forensics.parsers.base import Parser, ParseResult, Sniffed
 from forensics.parsers.lines import ReadStats, iter_frames
-from forensics.parsers.nvsmi_csv import result_of
+from forensics.parsers.nvsmi_csv import sink_result
 
 # dmon column -> (gpu column, converter).
 DMON_COLUMNS: dict[str, tuple[str, str]] = {
@@ -180,15 +180,13 @@ def parse(src, sn: Sniffed) -> ParseResult:
     """Parse one dmon / pmon capture."""
     stats = ReadStats()
     state = DmonState()
-    gpu_parts, proc_parts = [], []
+    sink = F.TelemetrySink(src.rel)
     for frame in iter_frames(src, stats=stats):
-        g, p = parse_lines(frame, state)
-        gpu_parts.append(g)
-        proc_parts.append(p)
+        sink.add(*parse_lines(frame, state))
     notes = list(state.notes)
     if state.bad_lines:
         notes.append(f"{state.bad_lines} line(s) that do not fit the dmon/pmon header were skipped")
-    return result_of(src, gpu_parts, proc_parts, notes + stats.problems(), stats)
+    return sink_result(src, sink, notes + stats.problems(), stats)
 
 
 HEADER_RE = re.compile(r"^#\s*(?:Date\s+)?(?:Time\s+)?gpu\s+(?:pwr|pid|sm|fb|mclk|pclk|temp|gtemp|pviol|sbecc|rxpci)\b")

@@ -17,7 +17,7 @@ import polars as pl
 from forensics.parsers import nvsmi_fields as F
 from forensics.parsers.base import Parser, ParseResult, Sniffed
 from forensics.parsers.lines import ReadStats, iter_frames
-from forensics.parsers.nvsmi_csv import result_of
+from forensics.parsers.nvsmi_csv import sink_result
 
 MAX_DEPTH = 7
 LOG_HEADER = "==============NVSMI LOG=============="
@@ -223,16 +223,14 @@ def whole_reports(frames: Iterator[pl.DataFrame]) -> Iterator[pl.DataFrame]:
 def parse(src, sn: Sniffed) -> ParseResult:
     """Parse one file of `nvidia-smi -q` reports."""
     stats = ReadStats()
-    gpu_parts, proc_parts = [], []
+    sink = F.TelemetrySink(src.rel)
     seq = 0
     for frame in whole_reports(iter_frames(src, stats=stats)):
         g, p = parse_lines(frame, seq)
         if g.height:
-            gpu_parts.append(g)
             seq = int(g.get_column("seq").max()) + 1
-        if p.height:
-            proc_parts.append(p)
-    return result_of(src, gpu_parts, proc_parts, stats.problems(), stats)
+        sink.add(g, p)
+    return sink_result(src, sink, stats.problems(), stats)
 
 
 def sniff(sn: Sniffed) -> int:

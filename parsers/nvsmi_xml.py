@@ -24,7 +24,7 @@ from collections.abc import Iterator
 import polars as pl
 from forensics.parsers import nvsmi_fields as F
 from forensics.parsers.base import Parser, ParseResult, Sniffed
-from forensics.parsers.nvsmi_csv import result_of
+from forensics.parsers.nvsmi_csv import sink_result
 
 DOC_RE = re.compile(r"<nvidia_smi_log\b.*?</nvidia_smi_log\s*>", re.S)
 UNSAFE_RE = re.compile(r"<!ENTITY|<!DOCTYPE[^>\[]*\[", re.I)
@@ -222,14 +222,26 @@ def parse_text(text: str, first_line: int = 1, seq0: int = 0) -> tuple[pl.DataFr
 
 
 def _parse_docs(docs: Iterator[tuple[str, int]], line_shift: int = 0, seq0: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
+    return next(_batches(docs, line_shift, seq0, batch_rows=None), (pl.DataFrame(), pl.DataFrame()))
+
+
+# Rows of Python dicts held before they become columns: a long capture is converted batch by batch.
+BATCH_ROWS = 200_000
+
+
+def _batches(docs: Iterator[tuple[str, int]], line_shift: int = 0, seq0: int = 0,
+             batch_rows: int | None = BATCH_ROWS) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+    """(gpu, procs) frames of whole documents, about `batch_rows` gpu rows each (None: one batch of everything)."""
     gpu_rows, proc_rows = [], []
     for seq, (doc, line) in enumerate(docs, start=seq0):
         g, p = _doc_rows(doc, line + line_shift, seq)
         gpu_rows += g
         proc_rows += p
-    gpu = _gpu_frame(gpu_rows) if gpu_rows else pl.DataFrame()
-    procs = _proc_frame(proc_rows) if proc_rows else pl.DataFrame()
-    return gpu, procs
+        if batch_rows is not None and len(gpu_rows) >= batch_rows:
+            yield _gpu_frame(gpu_rows), (_proc_frame(proc_rows) if proc_rows else pl.DataFrame())
+            gpu_rows, proc_rows = [], []
+    if gpu_rows or proc_rows:
+        yield (_gpu_frame(gpu_rows) if gpu_rows else pl.DataFrame()), (_proc_frame(proc_rows) if proc_rows else pl.DataFrame())
 
 
 def parse(src, sn: Sniffed) -> ParseResult:
@@ -238,14 +250,16 @@ def parse(src, sn: Sniffed) -> ParseResult:
     dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
     chunks = (dec.decode(b) for b in src.chunks(8 * 1024 * 1024))
     rest: list[str] = []
+    sink = F.TelemetrySink(src.rel)
     try:
-        gpu, procs = _parse_docs(documents(chunks, rest))
+        for gpu, procs in _batches(documents(chunks, rest)):
+            sink.add(gpu, procs)
     except UnsafeXML as exc:
         return ParseResult(status="failed", error=str(exc))
     except ET.ParseError as exc:
         return ParseResult(status="failed", error=f"malformed nvidia-smi XML: {exc}")
     cut = bool(rest) and "<nvidia_smi_log" in rest[0]
-    res = result_of(src, [gpu], [procs], ["the last XML document is incomplete (cut off)"] if cut else [])
+    res = sink_result(src, sink, ["the last XML document is incomplete (cut off)"] if cut else [])
     if cut and res.status == "parsed":
         res.status = "partial"
     return res

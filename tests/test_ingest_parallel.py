@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import gzip
-import os
 
 import polars as pl
 
 from forensics import ingest as I
 from forensics.contracts import tables as T
-from forensics.workers import run_tasks
 from tests.helpers import frame, write_run
 
 TITAN = ("[rank{r}]:[titan] 2025-06-16 22:30:50,322 - root - INFO - \x1b[31mstep: {s}  \x1b[32mloss:  {l:.4f}  "
@@ -59,16 +57,3 @@ def test_workers_and_spilling_give_the_serial_tables(tmp_path, monkeypatch):
     files = {r["file"]: r["status"] for r in frame(serial, "files").to_dicts()}
     assert files["logs/weights.bin"] == "unrecognized" and files["logs/rank0.log"] == "parsed"
 
-
-def _die(arg: int) -> int:
-    if arg == 2:
-        os._exit(3)  # a worker killed mid-task (the OOM killer, a segfault)
-    return arg * 10
-
-
-def test_a_dead_worker_leaves_its_task_to_the_caller():
-    got = dict(run_tasks("tests.test_ingest_parallel:_die", [(k, k) for k in range(5)], workers=2))
-    assert 2 not in got
-    assert {k: v for k, v in got.items()} == {k: k * 10 for k in got}
-    # The surviving worker carries on with the rest of the queue.
-    assert len(got) >= 3

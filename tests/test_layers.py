@@ -20,7 +20,7 @@ LAYERS = {
     "playbooks": ("forensics.playbooks", ("forensics.contracts", "forensics.playbooks")),
 }
 # App modules that read inputs (discovery, sniffing, ingest, the cache) never reach diagnosis or output.
-INGEST_SIDE = ["sources", "discover", "sniff", "ingest", "steps", "cache", "workers"]
+INGEST_SIDE = ["sources", "discover", "sniff", "ingest", "steps", "cache", "pool"]
 NOT_FROM_INGEST = ("forensics.playbooks", "forensics.engine", "forensics.reports", "forensics.cli", "forensics.scan")
 
 
