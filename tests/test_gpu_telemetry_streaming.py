@@ -5,9 +5,9 @@ from __future__ import annotations
 import shutil
 
 import pyarrow as pa
+from forensics.parsers import lines, nvsmi_xml, spool
 
 from forensics import ingest as I
-from forensics.parsers import lines, nvsmi_xml, spool
 
 NANOGPT = "nanogpt_pr643_8gpu_query_csv_noheader_nounits_timeseries.csv"
 A100_XML = "a100_sxm4_80gb_x4_mig_q_x_v12.xml"

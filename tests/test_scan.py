@@ -153,7 +153,7 @@ def test_crash_hang_and_memory_become_rows_and_the_scan_goes_on(tmp_path):
     for name, src in {"job-a": "cuda-oom/oom-then-timeouts", "job-crash": "healthy/hf-trainer", "job-hang": "healthy/hf-trainer",
                       "job-mem": "healthy/hf-trainer", "job-z": "nccl-timeout/stuck-rank"}.items():
         shutil.copytree(SAMPLES / src, root / name)
-    res = scan(root, tmp_path / "out", "--timeout-per-run", "8", "--memory-per-run", "600",
+    res = scan(root, tmp_path / "out", "--timeout-per-run", "30", "--memory-per-run", "600",
                env={"FORENSICS_SCAN_FAULT": "crash:job-crash;hang:job-hang;memory:job-mem"})
     assert res["status"] == {"failed": 2, "ok": 2, "timeout": 1}
     out = tmp_path / "out"
