@@ -300,6 +300,28 @@ def first_nonfinite(s: pl.DataFrame) -> Onset | None:
     return onset(s, ~pl.col("value").is_finite(), 1)
 
 
+def lowest_rank(s: pl.DataFrame) -> pl.DataFrame:
+    """The series of its lowest rank (all of it when no rank is known), sorted by step."""
+    ranks = s.get_column("rank").drop_nulls() if "rank" in s.columns else pl.Series([], dtype=pl.Int32)
+    return (s.filter(pl.col("rank") == ranks.min()) if ranks.len() else s).sort("step")
+
+
+def expanding_baseline(part: pl.DataFrame) -> pl.DataFrame:
+    """A one-rank series (sorted by step) with `_n` (finite points before each row), `baseline` (the median
+    of all of them: too few points for a trailing window, so every earlier point is the neighbourhood),
+    `_next` (the next finite value) and `_min_after` / `_n_after` (smallest value and count of the finite
+    points after it)."""
+    v = pl.col("value")
+    prior = pl.when(v.is_finite()).then(v).otherwise(None)
+    return part.with_columns(
+        prior.cum_count().shift(1).fill_null(0).alias("_n"),
+        prior.rolling_median(window_size=max(part.height, 1), min_samples=1).shift(1).alias("baseline"),
+        prior.shift(-1).alias("_next"),
+        prior.reverse().cum_min().forward_fill().reverse().shift(-1).alias("_min_after"),
+        prior.reverse().cum_count().reverse().shift(-1).fill_null(0).alias("_n_after"),
+    ).with_columns(pl.col("baseline").forward_fill())
+
+
 # --------------------------------------------------------------------------------------------
 # Rolling median / MAD spikes
 # --------------------------------------------------------------------------------------------

@@ -34,12 +34,7 @@ CASES = [c for b in BATCHES for c in tomllib.loads(b.read_text(encoding="utf-8")
 STILL_MISSED: dict[str, str] = {
     "jax_788_xla_replica_oom_after_prealloc_change": "crash: want allocator-fragmentation, got cuda-oom (the paste shows no capacity or reserved figures; the cause is in the thread)",
     "wenet_496_nan_input_warnings_then_loss_nan_bad_audio": "numerical: want bad-input-data, got nan-loss",
-    "tf_faster_rcnn_458_block_total_loss_nan": "metric-shape: want nan-loss, got none",
     "tensorflow_198_time_this_epoch_grows": "metric-shape: want step-time-regression, got none",
-    "fairseq_1529_epoch_summary_loss_scale_0_000": "short-paste: want fp16-overflow, got none",
-    "tf_models_8423_slim_loss_0_14_to_1_2m": "metric-shape: want loss-spike, got none",
-    "openpi_814_step_grad_norm_1e6_loss_1e8": "metric-shape: want gradient-explosion, got loss-stagnation",
-    "grokfast_9_hf_grad_norm_1e12_to_1e14": "metric-shape: want gradient-explosion, got none",
     "qwen_672_hf_lr_constant_despite_cosine_deepspeed": "metric-shape: want lr-schedule-anomaly, got none",
     "sphereface_30_caffe_softmax_loss_9_4_at_chance": "metric-shape: want loss-stagnation, got none",
 }
