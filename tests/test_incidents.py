@@ -35,7 +35,7 @@ STILL_MISSED: dict[str, str] = {
     "jax_788_xla_replica_oom_after_prealloc_change": "crash: want allocator-fragmentation, got cuda-oom (the paste shows no capacity or reserved figures; the cause is in the thread)",
     "wenet_496_nan_input_warnings_then_loss_nan_bad_audio": "numerical: want bad-input-data, got nan-loss",
     "tensorflow_198_time_this_epoch_grows": "metric-shape: want step-time-regression, got none",
-    "qwen_672_hf_lr_constant_despite_cosine_deepspeed": "metric-shape: want lr-schedule-anomaly, got none",
+    "qwen_672_hf_lr_constant_despite_cosine_deepspeed": "metric-shape: want lr-schedule-anomaly, got none (the cosine schedule is named only in the issue prose, not in the pasted log: a constant LR with no schedule named stays quiet by design)",
     "sphereface_30_caffe_softmax_loss_9_4_at_chance": "metric-shape: want loss-stagnation, got none",
 }
 
