@@ -119,10 +119,14 @@ def train_sync(out: str, every_micro: bool) -> None:
     profiled(out, 10, body)
 
 
-def train_healthy(out: str) -> None:
+def in_memory() -> tuple[torch.nn.Module, torch.optim.Optimizer, list]:
+    """The small model, its SGD optimizer and 4 in-memory batches of 32."""
     net = model()
-    opt = torch.optim.SGD(net.parameters(), lr=0.05)
-    data = [(torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))) for _ in range(4)]
+    return net, torch.optim.SGD(net.parameters(), lr=0.05), [(torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))) for _ in range(4)]
+
+
+def train_healthy(out: str) -> None:
+    net, opt, data = in_memory()
 
     def body(step: int) -> None:
         x, y = data[step % 4]
@@ -191,9 +195,7 @@ def _gloo_rank(rank: int, out: str) -> None:
     os.environ.setdefault("MASTER_PORT", "29533")
     dist.init_process_group("gloo", rank=rank, world_size=2)
     torch.manual_seed(rank)
-    net = model()
-    opt = torch.optim.SGD(net.parameters(), lr=0.05)
-    data = [(torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))) for _ in range(4)]
+    net, opt, data = in_memory()
 
     def body(step: int) -> None:
         x, y = data[step % 4]
