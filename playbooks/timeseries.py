@@ -300,6 +300,28 @@ def first_nonfinite(s: pl.DataFrame) -> Onset | None:
     return onset(s, ~pl.col("value").is_finite(), 1)
 
 
+def lowest_rank(s: pl.DataFrame) -> pl.DataFrame:
+    """The series of its lowest rank (all of it when no rank is known), sorted by step."""
+    ranks = s.get_column("rank").drop_nulls() if "rank" in s.columns else pl.Series([], dtype=pl.Int32)
+    return (s.filter(pl.col("rank") == ranks.min()) if ranks.len() else s).sort("step")
+
+
+def expanding_baseline(part: pl.DataFrame) -> pl.DataFrame:
+    """A one-rank series (sorted by step) with `_n` (finite points before each row), `baseline` (the median
+    of all of them: too few points for a trailing window, so every earlier point is the neighbourhood),
+    `_next` (the next finite value) and `_min_after` / `_n_after` (smallest value and count of the finite
+    points after it)."""
+    v = pl.col("value")
+    prior = pl.when(v.is_finite()).then(v).otherwise(None)
+    return part.with_columns(
+        prior.cum_count().shift(1).fill_null(0).alias("_n"),
+        prior.rolling_median(window_size=max(part.height, 1), min_samples=1).shift(1).alias("baseline"),
+        prior.shift(-1).alias("_next"),
+        prior.reverse().cum_min().forward_fill().reverse().shift(-1).alias("_min_after"),
+        prior.reverse().cum_count().reverse().shift(-1).fill_null(0).alias("_n_after"),
+    ).with_columns(pl.col("baseline").forward_fill())
+
+
 # --------------------------------------------------------------------------------------------
 # Rolling median / MAD spikes
 # --------------------------------------------------------------------------------------------
@@ -635,6 +657,7 @@ def lr_anomalies(
     stair_min_levels: int = 3,
     stair_min_points: int = 3,
     stair_small_drop: float = 0.7,
+    const_min_points: int = 5,
 ) -> list[LRAnomaly]:
     """Compare a logged LR series (one rank: the lowest) with warmup/decay shapes.
 
@@ -645,7 +668,8 @@ def lr_anomalies(
       times the median increment and than `jump_share` of the peak.
     * `rising_after_decay`: once LR fell below (1 - decay_tol) * peak, it rises again by
       more than `rise_tol` * peak above its lowest value since (a restarted scheduler).
-    * `constant_when_scheduled`: only when `scheduled` is True: LR never changes.
+    * `constant_when_scheduled`: only when `scheduled` (a decaying schedule) is True: the LR holds its peak
+      from the first logged point, or from the end of a warmup, to the last, over >= `const_min_points` points.
     * `staircase`: LR is piecewise constant with >= `stair_min_levels` levels of >=
       `stair_min_points` points each and every drop is small (new/old > `stair_small_drop`):
       a per-step schedule stepped once per epoch. StepLR/MultiStepLR (drops by x0.1 or
@@ -714,10 +738,12 @@ def lr_anomalies(
         "_lvl", maintain_order=True
     ).agg(pl.len().alias("n"), v.first().alias("value"), pl.col("step").first().alias("step"))
 
-    if scheduled and levels.height == 1 and n >= min_points:
-        out.append(anomaly("constant_when_scheduled", f.row(0, named=True),
-                           f"lr constant at {peak:.3g} over {n} logged points although a schedule is configured",
-                           points=n))
+    held = f.filter(pl.col("_i") >= ipeak)
+    if scheduled and peak > 0 and held.height >= const_min_points and bool((held.get_column("value") == peak).all()):
+        after = f" after a warmup of {ipeak} logged points" if ipeak else ""
+        out.append(anomaly("constant_when_scheduled", f.row(ipeak, named=True),
+                           f"lr constant at {peak:.3g} over the last {held.height} logged points{after} although a "
+                           "decaying schedule is configured", points=held.height, warmup_points=ipeak))
 
     # Staircase: piecewise constant, long flat levels, small drops.
     if levels.height >= stair_min_levels:

@@ -40,6 +40,7 @@ PLAYBOOK = declare(
             "min_points": Threshold(3, "consecutive exploded points (inf/NaN right after a rise count) needed to fire", "ours; a single spike is loss-spike's"),
             "short_factor": Threshold(100, "in a short series (too few points for the window), grad norm relative to the median of all points before it that is blatant", "issue 13 (a value >= 100x its neighbours)"),
             "short_min_prior": Threshold(2, "finite points before a blatant jump in a short series", "ours"),
+            "exploded_level": Threshold(1e6, "grad norm no healthy run sustains: `min_points` such points inside a run above `bound` are an explosion already under way, with no baseline needed", "issue 13 (grad norms >= 1e6 from the first point); healthy large norms seen in threads stay <= 1e5"),
         },
         doc="""\
 ## Symptom
@@ -60,6 +61,10 @@ Grad norms of the first steps are not compared (no baseline yet). A series too s
 fires only on a blatant jump: at least 100x the median of every point before it (at least 2 of them). A single isolated spike that
 recovers is not an explosion (see `loss-spike`). A slow drift upward over a long run is not a rise
 "within a window".
+
+A paste that starts already exploded has no baseline to rise from: a run of points above the bound
+(1000) with at least 3 of them at 1e6 or more is reported on its level alone. Healthy runs with large
+norms (a loss summed rather than averaged, no clipping) sit at hundreds to ~1e5, well below it.
 
 ## References
 PLAYBOOKS.md gradient-explosion; reference/anchors.md (AutoTrainer grad-norm ratio, SMD update ratio).
@@ -95,11 +100,11 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     """First sustained run of exploded grad-norm points."""
     s = M.series(ctx, M.GRAD_NORM)
     if s.height < th["min_points"] + 5:
-        return _short(s, ctx, th)
+        return _short(s, ctx, th) or _exploded(s, ctx, th)
     f = flagged(s, th)
     r = M.ts.runs(f, pl.col("hot"), int(th["min_points"]))
     if r.height == 0:
-        return None
+        return _exploded(s, ctx, th)
     first = r.row(0, named=True)
     rank = first["rank"]
     part = f.filter((pl.col("rank") == rank) if rank is not None else pl.col("rank").is_null())
@@ -158,16 +163,10 @@ def _short(s: pl.DataFrame, ctx: Context, th: dict) -> Detection | None:
     points before it (inf/NaN right after such a jump is its end)."""
     if s.height < th["short_min_prior"] + 1:
         return None
-    ranks = s.get_column("rank").drop_nulls()
-    part = (s.filter(pl.col("rank") == ranks.min()) if ranks.len() else s).sort("step")
+    part = M.ts.lowest_rank(s)
     v = pl.col("value")
     fin = v.is_finite()
-    prior = pl.when(fin).then(v).otherwise(None)
-    f = part.with_columns(
-        prior.cum_count().shift(1).fill_null(0).alias("_n"),
-        # The median of every finite point before this one (an expanding median).
-        prior.rolling_median(window_size=part.height, min_samples=1).shift(1).alias("baseline"),
-    ).with_columns(pl.col("baseline").forward_fill())
+    f = M.ts.expanding_baseline(part)
     hot = f.filter(fin & (pl.col("_n") >= th["short_min_prior"]) & (pl.col("baseline") > 0) & (v >= th["short_factor"] * pl.col("baseline")))
     if hot.height == 0:
         return None
@@ -195,3 +194,39 @@ def _short(s: pl.DataFrame, ctx: Context, th: dict) -> Detection | None:
                "first_nonfinite_step": nonfinite.item(0, "step") if nonfinite.height else None, "lr_at_onset": lr0, "points": part.height},
         ranks=[at["rank"]] if at.get("rank") is not None else [],
     )
+
+
+def _exploded(s: pl.DataFrame, ctx: Context, th: dict) -> Detection | None:
+    """Already exploded, no baseline needed: the first run of points above `bound` holding at least
+    `min_points` points at `exploded_level` or more."""
+    v = pl.col("value")
+    up = s.with_columns((v.is_finite() & (v >= th["exploded_level"])).cast(pl.Int32).alias("_big"))
+    r = M.ts.runs(up, v.is_finite() & (v >= th["bound"]), int(th["min_points"]))
+    if r.height == 0:
+        return None
+    part = up.sort("rank", "step")
+    for run in r.iter_rows(named=True):
+        rank = run["rank"]
+        ep = part.filter(pl.col("rank").eq_missing(rank) & pl.col("step").is_between(run["start_step"], run["end_step"]))
+        if int(ep.get_column("_big").sum()) < th["min_points"]:
+            continue
+        at = ep.row(0, named=True)
+        peak = ep.sort("value").row(-1, named=True)
+        lo = float(ep.get_column("value").min())
+        lr0 = M.lr_at(ctx, at["step"])
+        first = "from the first logged point" if run["start_step"] == part.filter(pl.col("rank").eq_missing(rank)).item(0, "step") \
+            else f"from step {at['step']}"
+        summary = (f"grad norm already exploded {first}: {M.fmt(lo)} to {M.fmt(peak['value'])} over {ep.height} logged points "
+                   f"({int(ep.get_column('_big').sum())} at >= {M.fmt(th['exploded_level'])})" + (f"; lr {M.fmt(lr0)}" if lr0 is not None else ""))
+        return Detection(
+            summary=summary,
+            onset=M.onset_at(at),
+            evidence=M.quote(M.pick(ep, [at["step"], peak["step"], ep.item(-1, "step")], rank)),
+            evidence_count=ep.height,
+            causes={"lr_too_high": 0.7, "no_clipping": 0.5, "missing_warmup": 0.2, "bad_batch": 0.1},
+            confidence=0.8,
+            facts={"onset_step": at["step"], "baseline": None, "peak": peak["value"], "peak_step": peak["step"],
+                   "first_nonfinite_step": None, "lr_at_onset": lr0, "points": ep.height},
+            ranks=[rank] if rank is not None else [],
+        )
+    return None

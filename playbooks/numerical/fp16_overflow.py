@@ -46,7 +46,7 @@ PLAYBOOK = declare(
 After the start-up calibration (the leading run of consecutive halvings from a large initial scale,
 e.g. Megatron's 2**32, and never one that reaches the floor), the loss scale halves at least 5 times
 within 50 logged points and ends them at least 16x lower than before, or falls to its floor (1.0),
-is below it, or overflows there at least 5 times; or a skipped-steps counter rises on at
+is below it (even a single logged value, such as fairseq's `loss_scale 0.000`), or overflows there at least 5 times; or a skipped-steps counter rises on at
 least 5 and 20% of 50 logged points; DeepSpeed/apex/fairseq/Colossal-AI overflow
 messages in the same numbers, or `Minimum loss scale reached`.
 
@@ -138,7 +138,9 @@ def collapse(rows: pl.DataFrame, th: dict, scaled: bool = True, run_start: int |
     # loss_scale 1 throughout) is routine dynamic loss scaling.
     at_floor = (v < th["min_scale"]) | ((v <= th["min_scale"]) & (
         (pl.col("_before") > v).fill_null(False) | (pl.col("_ahead") >= th["min_overflows"])))
-    floor = post.filter(v.is_not_null() & at_floor & pl.col("down")) if scaled \
+    # A scale printed below the floor is the collapse even without a halving in view (a one-line epoch summary
+    # with `loss_scale 0.000`): no working scaler sits there.
+    floor = post.filter(v.is_not_null() & at_floor & (pl.col("down") | (v < th["min_scale"]))) if scaled \
         else post.head(0)  # a counter's value is a count, not a scale
     if rep.height == 0 and floor.height == 0:
         return None
@@ -192,6 +194,9 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     calib = f" (after {info['calibration_points']} start-up calibration points)" if info["calibration_points"] else ""
     summary = (f"{info['downs']} overflows within {len(window)} logged points from step {st['step']} ({what}){calib}"
                f"{scale_txt}" + (f", at its floor {M.fmt(floor['value'])} from step {floor['step']}" if floor and not scale_txt else ""))
+    if info["downs"] == 0 and floor:
+        summary = (f"the loss scale reads {M.fmt(floor['value'])} at step {floor['step']} ({what}), below the floor "
+                   f"{M.fmt(th['min_scale'])} of a working scaler: the steps overflow at every scale")
     g = M.series(ctx, M.GRAD_NORM, finite=True).filter(pl.col("step") < st["step"]).sort("step").tail(20)
     rising = g.height >= 5 and float(g.tail(3).get_column("value").max()) >= 3 * float(g.get_column("value").median())
     causes = {"lr_too_high": 0.8, "range_exceeded": 0.4} if rising else {"range_exceeded": 0.8, "lr_too_high": 0.3, "fp32_layer": 0.4}

@@ -42,6 +42,10 @@ PLAYBOOK = declare(
             "rel_floor": Threshold(0.02, "smallest noise scale as a share of the median, so that a flat loss's tiny wiggles are no spikes", "ours"),
             "upper_q": Threshold(0.95, "upper quantile of the window whose distance from the median (in sigma units) also floors the noise scale: loss noise is right-skewed", "ours"),
             "recover_points": Threshold(5, "logged points within which the loss must come back to count as recovered", "ours"),
+            "short_spike": Threshold(100, "in a series too short for the window, a loss this many times the median of every point before it and the next point", "issue 13 (a value >= 100x its neighbours)"),
+            "short_rise": Threshold(10, "in a series too short for the window, a loss this many times the median of every point before it, every later point staying above that level", "issue 13 (>= 10x and staying)"),
+            "short_min_prior": Threshold(2, "finite points before a 10x rise in a short series (a 100x jump needs one)", "ours"),
+            "short_stay": Threshold(2, "later points that must all stay 10x up for a short-series rise to count as divergence", "ours"),
         },
         doc="""\
 ## Symptom
@@ -64,6 +68,13 @@ A noisy loss (small batches) has a wide MAD and its ordinary jumps stay under 5 
 stay under 10 MADs while the loss recovers are the tail of the noise (a long run collects many) and
 are reported at info severity only. The first
 points of a run have no baseline and are never spikes.
+
+## Short series
+A paste too short for the window (fewer than 11 points) is judged on blatant jumps only, against the
+median of every point before (lowest rank): a value at least 100x that median and 100x the next point
+(a spike, or the last line of the paste), or at least 10x it with every later point (at least 2)
+still 10x up (divergence; one earlier point suffices only for a 100x jump). A 3x wobble, ordinary
+early noise and a high first point (nothing before it) stay quiet.
 """,
     )
 )
@@ -74,7 +85,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     """Spikes of the loss against its trailing median/MAD."""
     s = M.series(ctx, M.LOSS, finite=True)
     if s.height < th["min_points"] + 1:
-        return None
+        return _short(s, th)
     sp = M.ts.spikes(s, k=th["mads"], window=int(th["window"]), min_points=int(th["min_points"]), rel_floor=th["rel_floor"],
                        upper_q=th["upper_q"])
     if sp.height == 0:
@@ -109,4 +120,41 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         facts={"spikes": sp.height, "first_step": first["step"], "value": first["value"], "median": first["median"],
                "ratio": first["ratio"], "z": first["z"], "recovered": rec},
         ranks=sorted({r for r in sp.get_column("rank").to_list() if r is not None}),
+    )
+
+
+def _short(s: pl.DataFrame, th: dict) -> Detection | None:
+    """Too few points for the window: the first blatant jump over the median of every point before it."""
+    if s.height < 2:
+        return None
+    f = M.ts.expanding_baseline(M.ts.lowest_rank(s))
+    v, base = pl.col("value"), pl.col("baseline")
+    big = v >= th["short_spike"] * base
+    enough = (pl.col("_n") >= th["short_min_prior"]) | big
+    stays = (pl.col("_n_after") >= th["short_stay"]) & (pl.col("_min_after") >= th["short_rise"] * base)
+    spike = big & (pl.col("_next").is_null() | (v >= th["short_spike"] * pl.col("_next")))
+    hot = f.filter((base > 0) & (pl.col("_n") >= 1) & enough & ((v >= th["short_rise"] * base) & stays | spike))
+    if hot.height == 0:
+        return None
+    at = hot.row(0, named=True)
+    diverged = at["_min_after"] is not None and at["_n_after"] >= th["short_stay"] and at["_min_after"] >= th["short_rise"] * at["baseline"]
+    later = f.filter(pl.col("step") > at["step"])
+    peak = f.filter(pl.col("step") >= at["step"]).sort("value").row(-1, named=True)
+    ratio = at["value"] / at["baseline"]
+    if diverged:
+        how = f"and stayed up for the {later.height} later points (peak {M.fmt(peak['value'])} at step {peak['step']})"
+    else:
+        how = "and came back" if later.height else "on the last logged point"
+    summary = f"the loss jumped from ~{M.fmt(at['baseline'])} to {M.fmt(at['value'])} (x{M.fmt(ratio, 3)}) at step {at['step']} {how}"
+    return Detection(
+        summary=summary,
+        onset=M.onset_at(at),
+        evidence=M.quote(pl.concat([f.filter(pl.col("step") < at["step"]).tail(1), M.pick(f, [at["step"], peak["step"]])],
+                                   how="diagonal_relaxed")),
+        evidence_count=later.height + 1 if diverged else 1,
+        causes={"bad_batch": 0.3 if diverged else 0.7, "lr_too_high": 0.8 if diverged else 0.4, "adam_epsilon_beta2": 0.3},
+        confidence=0.8,
+        facts={"spikes": 1, "first_step": at["step"], "value": at["value"], "median": at["baseline"], "ratio": ratio,
+               "recovered": not diverged and later.height > 0, "short_series": True},
+        ranks=[at["rank"]] if at.get("rank") is not None else [],
     )

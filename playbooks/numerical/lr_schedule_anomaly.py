@@ -6,7 +6,7 @@ import polars as pl
 from forensics.playbooks import metric_series as M
 from forensics.playbooks.base import Playbook, Threshold, declare
 
-from forensics.contracts.context import Context
+from forensics.contracts.context import Context, evidence_rows
 from forensics.contracts.model import Cause, Detection, Severity
 
 # Anomaly kind (timeseries.lr_anomalies) -> the cause it points at.
@@ -25,6 +25,7 @@ PLAYBOOK = declare(
         category="numerical",
         severity=Severity.MEDIUM,
         tables=("metrics",),
+        codes=("lr_schedule_configured",),
         explains=("loss-stagnation", "gradient-explosion", "loss-spike"),
         causes=(
             Cause("stepped_per_epoch", "A per-step scheduler (cosine/linear over total steps) is stepped once per epoch: the LR is a staircase that barely decays",
@@ -41,6 +42,10 @@ PLAYBOOK = declare(
                   prior=0.15),
             Cause("scheduler_not_stepped", "A schedule is configured but never stepped", verify="grep scheduler.step()",
                   fix="Step the scheduler", prior=0.1),
+            Cause("scheduler_overridden", "Another scheduler replaces the configured one: a DeepSpeed config's `scheduler` block "
+                  "(WarmupLR: constant after warmup) wins over the trainer's `lr_scheduler_type`",
+                  verify="Look for a `scheduler` block in the DeepSpeed JSON the run passed",
+                  fix="Remove the DeepSpeed `scheduler` block (or set a decaying type there)", prior=0.1),
         ),
         verify="Plot the logged LR against step next to the configured schedule",
         fix="Step the scheduler per optimizer step, set the total steps, restore the scheduler state on resume",
@@ -54,6 +59,7 @@ PLAYBOOK = declare(
             "stair_min_levels": Threshold(3, "flat LR levels needed for a staircase", "ours"),
             "stair_min_points": Threshold(3, "logged points per level of a staircase", "ours"),
             "stair_small_drop": Threshold(0.7, "every staircase drop keeps more than this share of the LR (StepLR's x0.1/x0.5 drops are planned)", "ours"),
+            "const_min_points": Threshold(5, "logged points an LR must hold its peak, to the end, under a configured decaying schedule", "ours; issue 13"),
         },
         doc="""\
 ## Symptom
@@ -61,8 +67,10 @@ The logged LR (lowest rank) shows one of: exactly 0 for 3+ logged points while t
 (other than a warmup's first point or a decay's last); one warmup increment 3x larger than the others
 and 25%+ of the peak (jump at the warmup boundary); a rise of 5%+ of the peak after the LR had
 decayed 10% below it (restarted schedule); a staircase of 3+ flat levels whose drops are all small
-(new/old > 0.7: a per-step schedule stepped per epoch); a constant LR when a schedule is known to be
-configured.
+(new/old > 0.7: a per-step schedule stepped per epoch); an LR that holds its peak (from the first
+point or the end of a warmup) to the end, over 5+ logged points, while the log names a decaying
+schedule (`lr_scheduler_type` cosine/linear/polynomial/inverse_sqrt in a TrainingArguments dump, a
+launch command or YAML; DeepSpeed `WarmupDecayLR`/`WarmupCosineLR`).
 
 An LR that decayed to exactly 0 at an epoch the log prints as at most half of the run's total
 (`epoch: 5/50`) ends its schedule early, even at its last logged point.
@@ -78,6 +86,10 @@ value, not a schedule: `loss-stagnation` reports it (cause `lr_zero`).
 ## Known false positives
 Cosine with warm restarts (SGDR) and cyclic/one-cycle schedules rise after decaying by design.
 StepLR/MultiStepLR staircases (drops of x0.1-x0.5) are planned and not reported.
+A constant LR with no decaying schedule named in the log (constant, constant_with_warmup, DeepSpeed
+WarmupLR, or nothing printed) is a choice, not an anomaly. An LR printed with few digits over a short
+stretch of a long schedule can look constant while it decays: the rule needs the schedule named and
+5+ identical points.
 """,
     )
 )
@@ -94,8 +106,9 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     early = _zero_early(ctx, s, th)
     if early is not None:
         return early
+    configured = ctx.events_of("lr_schedule_configured")
     found = M.ts.lr_anomalies(
-        s, min_points=int(th["min_points"]), jump_factor=th["jump_factor"], jump_share=th["jump_share"],
+        s, scheduled=configured.height > 0, const_min_points=int(th["const_min_points"]), min_points=int(th["min_points"]), jump_factor=th["jump_factor"], jump_share=th["jump_share"],
         rise_tol=th["rise_tol"], decay_tol=th["decay_tol"], stair_min_levels=int(th["stair_min_levels"]),
         stair_min_points=int(th["stair_min_points"]), stair_small_drop=th["stair_small_drop"],
     )
@@ -105,13 +118,16 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     causes: dict[str, float] = {}
     for a in found:
         causes[KIND_CAUSE[a.kind]] = max(causes.get(KIND_CAUSE[a.kind], 0.0), 0.9)
+    if "constant_when_scheduled" in {a.kind for a in found}:
+        causes["scheduler_overridden"] = 0.6
     summary = "; ".join(f"{a.detail} (from step {a.step})" for a in found)
     rows = M.pick(s, [a.step for a in found])
     before = s.filter(pl.col("step") < first.step).sort("step").tail(1)
     return Detection(
         summary=summary,
         onset=M.onset_of_step(s, first.step, first.rank),
-        evidence=M.quote(pl.concat([before, rows], how="diagonal_relaxed")),
+        evidence=M.quote(pl.concat([before, rows], how="diagonal_relaxed"))
+        + (evidence_rows(configured.head(1)) if "constant_when_scheduled" in {a.kind for a in found} else []),
         evidence_count=len(found),
         causes=causes,
         confidence=0.85,

@@ -14,6 +14,9 @@ the caller saves it as train.log):
 - race: VizTracer, two threads running forward+backward on one shared model at the same time.
 - race-locked: VizTracer, the same two threads serialised by a lock (near miss: no overlap).
 - viz-healthy: VizTracer, single-threaded training.
+- small-ops: 300 tiny elementwise ops per step (the launch-bound shape, on CPU: no kernel to launch).
+- gloo-ddp: DistributedDataParallel over gloo (world of 2, rank 0 profiled) with the gradient all-reduce
+  run by hand after backward (the no-overlap shape, on CPU: no device stream to overlap).
 """
 
 from __future__ import annotations
@@ -116,10 +119,14 @@ def train_sync(out: str, every_micro: bool) -> None:
     profiled(out, 10, body)
 
 
-def train_healthy(out: str) -> None:
+def in_memory() -> tuple[torch.nn.Module, torch.optim.Optimizer, list]:
+    """The small model, its SGD optimizer and 4 in-memory batches of 32."""
     net = model()
-    opt = torch.optim.SGD(net.parameters(), lr=0.05)
-    data = [(torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))) for _ in range(4)]
+    return net, torch.optim.SGD(net.parameters(), lr=0.05), [(torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))) for _ in range(4)]
+
+
+def train_healthy(out: str) -> None:
+    net, opt, data = in_memory()
 
     def body(step: int) -> None:
         x, y = data[step % 4]
@@ -167,6 +174,54 @@ def viz(out: str, threads: int, lock: bool) -> None:
     tracer.save()
 
 
+def train_small_ops(out: str) -> None:
+    x = torch.randn(64)
+    w = torch.randn(64)
+
+    def body(step: int) -> None:
+        y = x.clone()
+        for _ in range(300):  # many tiny ops, each far cheaper than a kernel launch would be
+            y.add_(w).mul_(0.5)
+        y.sum().item()
+        print(f"step {step} done", flush=True)
+
+    profiled(out, 10, body)
+
+
+def _gloo_rank(rank: int, out: str) -> None:
+    import torch.distributed as dist
+
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29533")
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    torch.manual_seed(rank)
+    net, opt, data = in_memory()
+
+    def body(step: int) -> None:
+        x, y = data[step % 4]
+        loss = torch.nn.functional.cross_entropy(net(x), y)
+        opt.zero_grad()
+        loss.backward()
+        for p in net.parameters():  # all-reduce only after the whole backward: nothing overlaps it
+            dist.all_reduce(p.grad)
+            p.grad /= 2
+        opt.step()
+        print(f"rank {rank} step {step} done", flush=True)
+
+    if rank == 0:
+        profiled(out, 10, body)
+    else:
+        for step in range(10):
+            body(step)
+    dist.destroy_process_group()
+
+
+def train_gloo(out: str) -> None:
+    import torch.multiprocessing as mp
+
+    mp.spawn(_gloo_rank, args=(out,), nprocs=2, join=True)
+
+
 def main() -> None:
     scenario, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
@@ -186,6 +241,10 @@ def main() -> None:
         viz(out, threads=2, lock=True)
     elif scenario == "viz-healthy":
         viz(out, threads=1, lock=False)
+    elif scenario == "small-ops":
+        train_small_ops(out)
+    elif scenario == "gloo-ddp":
+        train_gloo(out)
     else:
         raise SystemExit(f"unknown scenario {scenario}")
 
