@@ -709,11 +709,16 @@ def lr_anomalies(
 
     # Warmup jump: increments over the rising prefix up to the peak.
     if ipeak >= 2 and peak > 0:
-        inc = f.head(ipeak + 1).with_columns((v - v.shift(1)).alias("inc")).filter(pl.col("inc").is_not_null())
+        # Increments per step where steps are logged: a paste that skips lines (`...`) or a log that prints
+        # at uneven intervals has larger increments over larger gaps, which is the same warmup slope.
+        gap = pl.col("step") - pl.col("step").shift(1)
+        inc = f.head(ipeak + 1).with_columns((v - v.shift(1)).alias("inc"), gap.alias("_gap")).filter(pl.col("inc").is_not_null())
+        inc = inc.with_columns(pl.when(pl.col("_gap") > 0).then(pl.col("inc") / pl.col("_gap")).otherwise(pl.col("inc")).alias("_rate"))
         pos = inc.filter(pl.col("inc") > 0)
         if pos.height >= 2:
             med = float(pos.get_column("inc").median())
-            big = inc.filter((pl.col("inc") > jump_factor * med) & (pl.col("inc") > jump_share * peak))
+            rate = float(pos.get_column("_rate").median())
+            big = inc.filter((pl.col("_rate") > jump_factor * rate) & (pl.col("inc") > jump_share * peak))
             # A jump needs a gradual rise before it; a schedule that starts at its peak has no warmup.
             if big.height and pos.height >= 3:
                 row = big.row(0, named=True)

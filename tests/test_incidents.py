@@ -37,7 +37,6 @@ STILL_MISSED: dict[str, str] = {
     "tensorflow_198_time_this_epoch_grows": "metric-shape: want step-time-regression, got none",
     "qwen_672_hf_lr_constant_despite_cosine_deepspeed": "metric-shape: want lr-schedule-anomaly, got none (the cosine schedule is named only in the issue prose, not in the pasted log: a constant LR with no schedule named stays quiet by design)",
     "sphereface_30_caffe_softmax_loss_9_4_at_chance": "metric-shape: want loss-stagnation, got none",
-    "tensorflow_28405_transformer_tutorial_local_rerun_normal_healthy": "healthy: got loss-stagnation on a falling loss",
     "open_animateanyone_101_periodic_load_data_time_stall_cpu_bound": "metric-shape: want dataloader-bottleneck (data time many times the step time), got none",
     "centernet_604_data_time_grows_cpu_contention_slow_training": "metric-shape: want dataloader-bottleneck (progress-bar Data/Net meters), got none",
     "mmpose_2501_uniformer_pose_train_log_healthy": "healthy: got dataloader-bottleneck for a data time a third of the step time",
@@ -50,7 +49,6 @@ STILL_MISSED: dict[str, str] = {
     "fairseq_118_gnorm_rising_before_explosion": "metric-shape: want gradient-explosion, got clipping-saturation (the paste ends as gnorm starts rising: 2.6 -> 3.4)",
     "sd_scripts_91_lora_up_zero_gradient_checkpointing": "metric-shape: want lora-silent-zero (a name,value dump of LoRA-up weights all 0.0), got none",
     "so_50899548_lstm_epoch_time_grows_mirror": "metric-shape: want step-time-regression (an h:mm:ss time delta growing every interval), got none",
-    "gnas_2_maintainer_single_4090_search_log_healthy": "healthy: got lr-schedule-anomaly",
 }
 
 

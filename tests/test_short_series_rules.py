@@ -41,6 +41,15 @@ def test_loss_passing_through_ln10_while_accuracy_rises_is_quiet(tmp_path):
     assert "loss-stagnation" not in findings(tmp_path, text)
 
 
+def test_loss_falling_onto_ln10_with_accuracy_near_one_tenth_is_quiet(tmp_path):
+    # A sequence model whose token accuracy passes 0.1 while its loss falls from 4.4 through 2.30 (real shape:
+    # the TF transformer tutorial, tensorflow/tensorflow#28405): the last points sit at ln(10) on the way down.
+    text = "".join(f"Epoch {e} Batch {b} Loss {loss} Accuracy {acc}\n" for e, b, loss, acc in
+                   [(1, 0, 4.4382, 0.0), (1, 500, 3.4579, 0.0389), (2, 0, 2.6457, 0.1018), (2, 500, 2.3402, 0.1217),
+                    (2, 1000, 2.2758, 0.1303)])
+    assert "loss-stagnation" not in findings(tmp_path, text)
+
+
 def test_loss_at_ln10_with_accuracy_far_from_chance_is_quiet(tmp_path):
     # The loss alone near 2.30 is no chance level when the accuracy says the model predicts well above 1/K.
     text = "".join(f"Epoch: [{i}/100], Loss: {loss}, Accuracy: 62.5\n" for i, loss in enumerate([2.31, 2.30, 2.305, 2.302], 1))

@@ -46,7 +46,7 @@ def test_first_stage_needles_cover_every_needle_and_skip_healthy_lines():
     stage = signatures.needles()
     # One Aho-Corasick pass: the budget grows only with forms no family word covers (TensorFlow's `OOM when
     # allocating tensor`, the localised `已杀死`, faulthandler's `(most recent call first):` and frame lines).
-    assert len(stage) < 110
+    assert len(stage) < 115
     for sig in signatures.load():
         for needle in sig.needles:
             assert any(f in needle.lower() for f in stage), needle

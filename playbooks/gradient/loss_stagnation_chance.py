@@ -69,6 +69,10 @@ def _at_chance(ctx: Context, name: str, acc_name: str | None, err_name: str | No
     tol = th["chance_tol"] * ln_k
     if abs(level - ln_k) > tol or float(v.min()) < ln_k - 3 * tol:
         return None
+    # Still falling through ln(K) within the judged points (a model learning passes that level on its way down,
+    # its accuracy passing 1/K on the way up): stuck is flat, not a descent that happens to be there now.
+    if float(v.tail(1).item()) < (1 - th["min_progress"]) * float(v.head(1).item()):
+        return None
     if acc is not None:
         if abs(acc - 1 / k) > th["chance_acc_tol"] / k:
             return None

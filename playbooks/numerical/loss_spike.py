@@ -85,7 +85,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     """Spikes of the loss against its trailing median/MAD."""
     s = M.series(ctx, M.LOSS, finite=True)
     if s.height < th["min_points"] + 1:
-        return _short(s, th)
+        return _short(ctx, s, th)
     sp = M.ts.spikes(s, k=th["mads"], window=int(th["window"]), min_points=int(th["min_points"]), rel_floor=th["rel_floor"],
                        upper_q=th["upper_q"])
     if sp.height == 0:
@@ -123,7 +123,14 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     )
 
 
-def _short(s: pl.DataFrame, th: dict) -> Detection | None:
+def _turns_non_finite(ctx: Context, at: dict) -> bool:
+    """Whether the loss of the jump's rank reads NaN/Inf after the jump."""
+    every = M.series(ctx, M.LOSS)
+    after = every.filter((pl.col("step") > at["step"]) & pl.col("rank").eq_missing(at["rank"]))
+    return after.height > 0 and not after.get_column("value").is_finite().any()
+
+
+def _short(ctx: Context, s: pl.DataFrame, th: dict) -> Detection | None:
     """Too few points for the window: the first blatant jump over the median of every point before it."""
     if s.height < 2:
         return None
@@ -137,6 +144,10 @@ def _short(s: pl.DataFrame, th: dict) -> Detection | None:
     if hot.height == 0:
         return None
     at = hot.row(0, named=True)
+    # A jump the loss never comes down from because it turns NaN/Inf next is the build-up of nan-loss, which
+    # reports it (its divergence cause); a spike finding would claim the root for a symptom.
+    if _turns_non_finite(ctx, at):
+        return None
     diverged = at["_min_after"] is not None and at["_n_after"] >= th["short_stay"] and at["_min_after"] >= th["short_rise"] * at["baseline"]
     later = f.filter(pl.col("step") > at["step"])
     peak = f.filter(pl.col("step") >= at["step"]).sort("value").row(-1, named=True)
