@@ -272,7 +272,7 @@ def test_lr_warmup_over_a_gap_in_the_logged_steps_is_no_jump():
     50, real case gnas#2): the increment over the gap is 9x the others, the slope per step is the same."""
     steps = [50, 100, 150, 200, 650, 700, 750]
     vals = [min(4e-5 * s, 0.02) for s in steps[:4]] + [0.02, 0.02, 0.02]
-    df = ts.series(metrics([(s, v, 0) for s, v in zip(steps, vals)], "lr"), "lr")
+    df = ts.series(metrics([(s, v, 0) for s, v in zip(steps, vals, strict=True)], "lr"), "lr")
     assert [x.kind for x in ts.lr_anomalies(df) if x.kind == "warmup_jump"] == []
     # The same values logged at consecutive steps do jump.
     assert [x.kind for x in ts.lr_anomalies(s_of(vals, name="lr")) if x.kind == "warmup_jump"] == ["warmup_jump"]
