@@ -531,14 +531,20 @@ def pattern_file(patterns: list[str]) -> str:
     return fh.name
 
 
+GREP_CPU: dict[str, float] = {}  # CPU seconds of the last grep run per locale (a load-independent twin of its wall time)
+
+
 def run_grep(plain: Path, patterns: list[str], locale: str = "C.UTF-8") -> tuple[float, int]:
     """Seconds and matching-line count of one `grep -E -c -f` over every decompressed file."""
     pfile = pattern_file(patterns)
     files = sorted(str(p) for p in plain.iterdir())
     env = dict(os.environ, LC_ALL=locale)
     t0 = time.perf_counter()
+    c0 = os.times()
     proc = subprocess.run(["grep", "-E", "-c", "-f", pfile, *files], capture_output=True, text=True, env=env)
     secs = time.perf_counter() - t0
+    c1 = os.times()
+    GREP_CPU[locale] = (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
     os.unlink(pfile)
     if proc.returncode > 1:
         raise RuntimeError(f"grep failed: {proc.stderr.strip()}")
@@ -588,12 +594,15 @@ def python_loop(run: Path, sig_rx: list[str], met_rx: list[str], sample_bytes: i
 CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[2])
+def cpu():
+    return sum(getattr(resource.getrusage(w), f) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) for f in ("ru_utime", "ru_stime"))
 t0 = time.perf_counter()
 from forensics.ingest import ingest
 t1 = time.perf_counter()
+c1 = cpu()
 run = ingest(sys.argv[1])
 t2 = time.perf_counter()
-done = {"import_s": t1 - t0, "ingest_s": t2 - t1,
+done = {"import_s": t1 - t0, "ingest_s": t2 - t1, "ingest_cpu_s": cpu() - c1,
         "rss_self_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         "rss_children_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}
 print("INGESTED " + json.dumps(done), flush=True)  # the parent stops sampling memory here
@@ -748,6 +757,11 @@ def main() -> int:
         bad = [s for s in ing["statuses"] if s[0] != "parsed"]
         if bad:
             print(f"  files not parsed cleanly: {bad}")
+        if "ingest_cpu_s" in ing and GREP_CPU.get("C"):
+            # On a loaded machine wall times swing with the neighbours; CPU seconds do not (ingest's are summed
+            # over its cores, so this is the ratio on one core).
+            print(f"  CPU seconds: ingest {ing['ingest_cpu_s']:.1f} (process and its reaped workers), grep -E (LC_ALL=C) "
+                  f"{GREP_CPU['C']:.1f}: ingest/grep = {ing['ingest_cpu_s'] / GREP_CPU['C']:.2f}x in CPU")
         if args.no_loop:
             print(f"RESULT {size} MB: ingest/grep = {i_s / greps['C']:.2f}x vs grep in the C locale, {i_s / greps['C.UTF-8']:.2f}x vs grep in "
                   f"C.UTF-8 (target <= 3); peak RSS = {rss:.0f} MiB")

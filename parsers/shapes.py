@@ -27,6 +27,7 @@ def mask(text: pl.Series) -> pl.Series:
 
     Done on the Arrow data buffer in one `bytes.translate`: no regex, no per-line Python. The result is
     categorical: each distinct shape is hashed once here, and `unique` / `is_in` then work on its codes.
+    Its categories are private to this call (polars' global ones would keep every shape of the process).
     """
     arr = text.to_arrow()
     if isinstance(arr, pa.ChunkedArray):
@@ -35,10 +36,10 @@ def mask(text: pl.Series) -> pl.Series:
         arr = arr.cast(pa.large_string())
     validity, offsets, data = arr.buffers()
     if data is None:
-        return text.alias(SHAPE).cast(pl.Categorical)
+        return text.alias(SHAPE).cast(pl.Categorical(pl.Categories.random()))
     shaped = pa.py_buffer(data.to_pybytes().translate(_TO_ZERO))
     out = pa.LargeStringArray.from_buffers(len(arr), offsets, shaped, validity, arr.null_count, arr.offset)
-    return pl.Series(SHAPE, out).cast(pl.Categorical)
+    return pl.Series(SHAPE, out).cast(pl.Categorical(pl.Categories.random()))
 
 
 def with_shape(df: pl.DataFrame, col: str = "msg") -> pl.DataFrame:
