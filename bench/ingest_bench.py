@@ -1,6 +1,6 @@
 """Ingest benchmark: a generated multi-rank run folder, timed against grep -E and a per-line Python loop.
 
-Usage: python bench/ingest_bench.py [--size-mb 1000] [--size-mb 250 ...] [--loop-sample-mb 4]
+Usage: python bench/ingest_bench.py [--size-mb 1000] [--size-mb 250 ...] [--loop-sample-mb 4] [--no-loop]
 
 For each size it generates (once, then reuses; under /tmp/forensics-bench) a run folder of 8 rank
 logs in mixed formats (HF Trainer dicts behind tqdm `\r` redraws, Megatron iteration lines behind
@@ -533,14 +533,20 @@ def pattern_file(patterns: list[str]) -> str:
     return fh.name
 
 
+GREP_CPU: dict[str, float] = {}  # CPU seconds of the last grep run per locale (a load-independent twin of its wall time)
+
+
 def run_grep(plain: Path, patterns: list[str], locale: str = "C.UTF-8") -> tuple[float, int]:
     """Seconds and matching-line count of one `grep -E -c -f` over every decompressed file."""
     pfile = pattern_file(patterns)
     files = sorted(str(p) for p in plain.iterdir())
     env = dict(os.environ, LC_ALL=locale)
     t0 = time.perf_counter()
+    c0 = os.times()
     proc = subprocess.run(["grep", "-E", "-c", "-f", pfile, *files], capture_output=True, text=True, env=env)
     secs = time.perf_counter() - t0
+    c1 = os.times()
+    GREP_CPU[locale] = (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
     os.unlink(pfile)
     if proc.returncode > 1:
         raise RuntimeError(f"grep failed: {proc.stderr.strip()}")
@@ -590,11 +596,10 @@ def python_loop(run: Path, sig_rx: list[str], met_rx: list[str], sample_bytes: i
 CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[2])
+def cpu():
+    return sum(getattr(resource.getrusage(w), f) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) for f in ("ru_utime", "ru_stime"))
 t0 = time.perf_counter()
 from forensics.ingest import ingest
-def cpu():
-    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 t1, c1 = time.perf_counter(), cpu()
 run = ingest(sys.argv[1])
 t2, c2 = time.perf_counter(), cpu()  # the pool's workers are reaped when ingest returns: their CPU time counts
@@ -694,12 +699,21 @@ def run_ingest(run: Path, workers: str | None = None) -> dict:
     return out
 
 
+def _uptime() -> str:
+    """The machine's load as `uptime` prints it (other work on the machine skews every ratio)."""
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+    except OSError:
+        return f"load average {os.getloadavg()[0]:.2f}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size-mb", type=int, action="append", help="decompressed size of the run folder (repeatable; default 1000)")
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "forensics-bench")
     ap.add_argument("--loop-sample-mb", type=float, default=None,
                     help="run the Python loop on the first N MiB of each file and scale its time by bytes (it is slow)")
+    ap.add_argument("--no-loop", action="store_true", help="skip the per-line Python loop (ingest/grep only)")
     ap.add_argument("--repeat", type=int, default=1, help="time grep and ingest this many times, keep the best")
     ap.add_argument("--workers", default=None, help="FORENSICS_WORKERS for the ingest (default: automatic)")
     ap.add_argument("--code", type=Path, default=REPO,
@@ -716,7 +730,7 @@ def main() -> int:
     print(f"signature table: {len(sig_rx)} regexes; grep -E with {len(patterns)} of them converted to POSIX ERE"
           + (f"; not convertible, left out of grep: {', '.join(skipped)}" if skipped else ""))
     print(f"python loop: {len(sig_rx)} signature + {len(met_rx)} metric regexes per line segment")
-    print(f"cores: {os.cpu_count()}  load average: {os.getloadavg()[0]:.1f}")
+    print(f"cores: {os.cpu_count()}  load: {_uptime()}")
     for size in sizes:
         base = generate(size, args.workdir)
         params = json.loads((base / "params.json").read_text())
@@ -750,6 +764,16 @@ def main() -> int:
         bad = [s for s in ing["statuses"] if s[0] != "parsed"]
         if bad:
             print(f"  files not parsed cleanly: {bad}")
+        if "cpu_s" in ing and GREP_CPU.get("C"):
+            # On a loaded machine wall times swing with the neighbours; CPU seconds do not (ingest's are summed
+            # over its cores, so this is the ratio on one core).
+            print(f"  CPU seconds: ingest {ing['cpu_s']:.1f} (process and its reaped workers), grep -E (LC_ALL=C) "
+                  f"{GREP_CPU['C']:.1f}: ingest/grep = {ing['cpu_s'] / GREP_CPU['C']:.2f}x in CPU")
+        if args.no_loop:
+            print(f"RESULT {size} MB: ingest/grep = {i_s / greps['C']:.2f}x vs grep in the C locale, {i_s / greps['C.UTF-8']:.2f}x vs grep in "
+                  f"C.UTF-8 (target <= 3); peak RSS = {rss:.0f} MiB")
+            print(f"load now: {_uptime()}")
+            continue
         sample = int(args.loop_sample_mb * MB) if args.loop_sample_mb else None
         l_s, l_sig, l_met, l_bytes = python_loop(run, sig_rx, met_rx, sample)
         scale = nbytes / l_bytes if l_bytes else 1.0
@@ -759,7 +783,7 @@ def main() -> int:
             print(f"  note: grep counted {g_n} lines, the loop {l_sig} (grep sees ANSI codes and whole \\r-joined lines)")
         print(f"RESULT {size} MB: ingest/grep = {i_s / greps['C']:.2f}x vs grep in the C locale, {i_s / greps['C.UTF-8']:.2f}x vs grep in "
               f"C.UTF-8 (target <= 3); python loop/ingest = {l_s * scale / i_s:.2f}x (target >= 3); peak RSS = {rss:.0f} MiB, {ing['rss_with_save_kib'] / 1024:.0f} MiB with the Parquet writing (target < 1024)")
-        print(f"load average now: {os.getloadavg()[0]:.1f}")
+        print(f"load now: {_uptime()}")
     return 0
 
 

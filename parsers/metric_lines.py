@@ -16,6 +16,7 @@ import re
 
 import numpy as np
 import polars as pl
+from forensics.parsers import shapes
 from forensics.parsers.metric_grammars import GRAMMARS, speechbrain
 from forensics.parsers.metric_grammars import tqdm as tqdm_grammar
 from forensics.parsers.metric_grammars import yolo as yolo_grammar
@@ -48,7 +49,7 @@ _BAR_ANY = re.sub(r"\(\?P<\w+>", "(?:", tqdm_grammar.BAR)
 
 
 def _needle_filter(df: pl.DataFrame, needles: tuple[str, ...]) -> pl.DataFrame:
-    return df.filter(pl.col("msg").str.contains_any(list(needles), ascii_case_insensitive=True))
+    return df.filter(shapes.contains_any(df, list(needles), ascii_case_insensitive=True))
 
 
 def _split_bars(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -63,7 +64,7 @@ def _split_bars(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     maybe = _needle_filter(df, bar_grammar.needles)
     if maybe.height == 0:
         return maybe, df
-    bars = maybe.filter(pl.col("msg").str.contains(_MATCH[bar_grammar.name]))
+    bars = maybe.filter(shapes.contains(maybe, _MATCH[bar_grammar.name]))
     if bars.height == 0:
         return bars, df
     # Only a bar: ends with its `]` and starts at the first non-space (else text was glued before it).
@@ -78,6 +79,8 @@ def _split_bars(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
             .drop("_rest")
             .filter(pl.col("msg").str.len_bytes() > 0)
         )
+        if shapes.SHAPE in rest.columns:  # the cut lines have new text, so new shapes
+            rest = shapes.with_shape(rest)
     return bars, rest
 
 
@@ -131,7 +134,7 @@ def extract(cand: pl.DataFrame, state: dict) -> pl.DataFrame:
     for grammar in GRAMMARS:
         if remaining.height == 0:
             break
-        claimed = _claims(remaining.get_column("msg"), grammar)
+        claimed = _claims(remaining, grammar)
         if claimed is None:
             continue
         # Masks rather than joins on `_i`: the claimed lines leave `remaining` by one filter.
@@ -154,19 +157,20 @@ def _unescape_pipes(df: pl.DataFrame) -> pl.DataFrame:
     esc = df.get_column("msg").str.contains("\\|", literal=True)
     if not esc.any():
         return df
-    return df.with_columns(pl.when(esc).then(pl.col("msg").str.replace_all("\\|", "|", literal=True)).otherwise(pl.col("msg")).alias("msg"))
+    df = df.with_columns(pl.when(esc).then(pl.col("msg").str.replace_all("\\|", "|", literal=True)).otherwise(pl.col("msg")).alias("msg"))
+    return shapes.with_shape(df) if shapes.SHAPE in df.columns else df
 
 
-def _claims(msg: pl.Series, grammar: Grammar) -> pl.Series | None:
+def _claims(df: pl.DataFrame, grammar: Grammar) -> pl.Series | None:
     """Which lines `grammar` claims (its needles, then its match regex on those only); None when none."""
-    near = msg.str.contains_any(list(grammar.needles), ascii_case_insensitive=True)
+    near = shapes.contains_any(df, list(grammar.needles), ascii_case_insensitive=True)
     if not near.any():
         return None
     pos = near.arg_true()
-    hit = msg.gather(pos).str.contains(_MATCH[grammar.name])
+    hit = shapes.contains(df.gather(pos), _MATCH[grammar.name])
     if not hit.any():
         return None
-    return pl.Series(np.zeros(msg.len(), dtype=bool)).scatter(pos.filter(hit), True)
+    return pl.Series(np.zeros(df.height, dtype=bool)).scatter(pos.filter(hit), True)
 
 
 def finalize(metrics: pl.DataFrame) -> pl.DataFrame:

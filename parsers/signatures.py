@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import polars as pl
+from forensics.parsers import shapes
 
 from forensics.contracts.fields import size_to_mib
 
@@ -246,8 +247,8 @@ def extract(cand: pl.DataFrame) -> pl.DataFrame:
     """
     uniq, pairs = _needle_index()
     # Two stages: the few family words over every candidate line, then the full needle list on the survivors.
-    hits = cand.filter(pl.col("msg").str.contains_any(list(_stage_one()), ascii_case_insensitive=True))
-    hits = hits.filter(pl.col("msg").str.contains_any(uniq, ascii_case_insensitive=True))
+    hits = cand.filter(shapes.contains_any(cand, list(_stage_one()), ascii_case_insensitive=True))
+    hits = hits.filter(shapes.contains_any(hits, uniq, ascii_case_insensitive=True))
     # Source lines quoted in a traceback (`    raise RuntimeError("... out of memory")`) are code, not events.
     # (A second pass over the few hits only: the regex is costlier than the Aho-Corasick scan.)
     hits = hits.filter(~pl.col("msg").str.contains(SOURCE_LINE))

@@ -21,6 +21,7 @@ from forensics.parsers import (
     metric_lines,
     nvsmi_table,
     profile_table,
+    shapes,
     signatures,
     spool,
 )
@@ -56,9 +57,10 @@ def _year_of(src, head: str = "") -> int:
 
 
 def candidates(frame: pl.DataFrame, year: int) -> pl.DataFrame:
-    """The lines any extractor may care about, with rank, ts and msg split off."""
+    """The lines any extractor may care about, with rank, ts and msg split off, and the shape of msg
+    (parsers/shapes.py: the extractors run digit-blind regexes once per distinct shape)."""
     cand = frame.filter(pl.col("text").str.contains_any(NEEDLES, ascii_case_insensitive=True))
-    return split_prefixes(cand, year)
+    return shapes.with_shape(split_prefixes(cand, year))
 
 
 def carry_steps(rows: pl.DataFrame, anchors: pl.DataFrame) -> pl.DataFrame:

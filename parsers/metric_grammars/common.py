@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import polars as pl
+from forensics.parsers import shapes
 
 # Long-form rows every grammar returns: `_i` points back at the candidate line.
 ROW_SCHEMA = {"_i": pl.UInt32, "step": pl.Int64, "name": pl.String, "value": pl.Float64, "source": pl.String}
@@ -164,8 +165,13 @@ def groups(df: pl.DataFrame, pattern: str, text: pl.Expr | None = None) -> pl.Da
 
     One regex pass for all fields, instead of one `extract` per field; NUM is captured as NUM_FAST.
     """
-    text = pl.col("msg") if text is None else text
-    return df.with_columns(text.str.extract_groups(pattern.replace(NUM, NUM_FAST)).alias("_g")).unnest("_g")
+    pattern = pattern.replace(NUM, NUM_FAST)
+    if text is None:
+        by_shape = shapes.extract_groups(df, pattern)  # once per distinct line shape when the regex allows
+        if by_shape is not None:
+            return df.with_columns(by_shape.get_columns())
+        text = pl.col("msg")
+    return df.with_columns(text.str.extract_groups(pattern).alias("_g")).unnest("_g")
 
 
 # Inside a string already matched with NUM, any run of number characters is the number: splitting a

@@ -24,6 +24,7 @@ the metrics table.
 from __future__ import annotations
 
 import polars as pl
+from forensics.parsers import shapes
 from forensics.parsers.metric_grammars.common import (
     NUM,
     ROW_SCHEMA,
@@ -76,7 +77,12 @@ def bar_states(df: pl.DataFrame, wide: bool = False) -> pl.DataFrame:
     wide: descriptions may hold runs of spaces (BAR_WIDE, for YOLO table rows)."""
     BAR = BAR_WIDE if wide else globals()["BAR"]  # noqa: N806
     many = df.get_column("msg").str.count_matches(_OPEN) > 1
-    parts = [df.filter(~many).select("_i", "rank", pl.col("line").alias("_line"), pl.col("msg").str.extract_groups(BAR).alias("_s")).unnest("_s")]
+    single = df.filter(~many)
+    by_shape = shapes.extract_groups(single, BAR)  # once per distinct line shape when it can be
+    if by_shape is not None:
+        parts = [pl.concat([single.select("_i", "rank", pl.col("line").alias("_line")), by_shape], how="horizontal")]
+    else:
+        parts = [single.select("_i", "rank", pl.col("line").alias("_line"), pl.col("msg").str.extract_groups(BAR).alias("_s")).unnest("_s")]
     if many.any():
         glued = (
             df.filter(many)
