@@ -51,6 +51,7 @@ class Signature:
     regex: str
     source: str = ""
     fallback: bool = False
+    unless: str | None = None  # a line that also matches this regex is not this form
     const: dict = field(default_factory=dict, hash=False, compare=False)
     derive: dict = field(default_factory=dict, hash=False, compare=False)
 
@@ -75,6 +76,8 @@ def _check(sig: Signature) -> None:
         raise ValueError(f"{where}: severity must be one of {SEVERITIES}")
     if not sig.needles or any(not n for n in sig.needles):
         raise ValueError(f"{where}: needs at least one non-empty needle")
+    if sig.unless is not None and re.compile(sig.unless).groups:
+        raise ValueError(f"{where}: `unless` must not capture; use (?:...)")
     compiled = re.compile(sig.regex)
     if compiled.groups != len(compiled.groupindex):
         raise ValueError(f"{where}: only named groups may capture; use (?:...)")
@@ -94,6 +97,7 @@ def load() -> tuple[Signature, ...]:
             regex=_expand(s["regex"], macros),
             source=s.get("source", ""),
             fallback=bool(s.get("fallback", False)),
+            unless=_expand(s["unless"], macros) if "unless" in s else None,
             const=dict(s.get("const", {})),
             derive={k: dict(v) for k, v in s.get("derive", {}).items()},
         )
@@ -183,6 +187,8 @@ def _derive(rows: pl.DataFrame, sig: Signature) -> pl.DataFrame:
 def _apply(rows: pl.DataFrame, sig: Signature) -> pl.DataFrame:
     """Rows (candidate lines holding a needle) that match `sig`, as event rows."""
     rows = rows.filter(pl.col("msg").str.contains(sig.regex))
+    if sig.unless is not None and rows.height:
+        rows = rows.filter(~pl.col("msg").str.contains(sig.unless))
     if rows.height == 0:
         return rows
     groups = sig.groups

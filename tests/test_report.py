@@ -17,7 +17,7 @@ from forensics.engine import analyze
 from forensics.ingest import ingest
 from forensics.reports.postmortem import html, markdown
 from forensics.reports.postmortem.build import Postmortem, build
-from forensics.reports.postmortem.checkpoints import scan_file
+from forensics.reports.postmortem.checkpoints import find_saves
 from forensics.reports.postmortem.series import WIDTH, decimate
 from tests.conftest import SAMPLES
 from tests.helpers import write_run
@@ -77,12 +77,15 @@ def test_impact_counts_from_the_last_checkpoint_that_completed(tmp_path):
     assert f["Steps lost"] == "50"
 
 
-def test_checkpoint_lines_are_found_in_compressed_logs(tmp_path):
+def test_checkpoint_saves_are_found_in_compressed_logs_and_loads_are_not_saves(tmp_path):
     import gzip
 
-    path = tmp_path / "train.log.gz"
-    path.write_bytes(gzip.compress(b"step 1\nnoise\n[INFO] Saved checkpoint ckpt_7.pt\nCHECKPOINT done\n"))
-    assert scan_file(path, "train.log.gz") == [(3, "[INFO] Saved checkpoint ckpt_7.pt"), (4, "CHECKPOINT done")]
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train.log.gz").write_bytes(gzip.compress(
+        b"step 1\nLoading checkpoint shards: 100%\n[INFO] Saved checkpoint ckpt_7.pt\nresuming from checkpoint ckpt_7.pt\n"))
+    saves = find_saves(Context(ingest(run)).table("events"))
+    assert [(s.file, s.line, s.step) for s in saves] == [("train.log.gz", 3, 7)]
 
 
 def test_timeline_marks_the_first_failing_rank():

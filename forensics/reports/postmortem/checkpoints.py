@@ -1,25 +1,12 @@
-"""Checkpoint saves found in the run's text logs (no signature table row: a save is not an error event)."""
+"""Checkpoint saves of the run: the `checkpoint_saved` events (an info row of the signature table), with their step."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import polars as pl
 
-from forensics.sources import make_source
-
-# Literal needles found with bytes.find: a checkpoint line names one of them ("heckpoint" covers
-# checkpoint and Checkpoint). Each needle is one pass over the log, so they are few.
-NEEDLES = (b"heckpoint", b"HECKPOINT", b"ckpt")
-# A save (started or done): "Saving model checkpoint to", "saving checkpoint at iteration 100",
-# "successfully saved checkpoint from iteration", "Saved checkpoint ckpt.pt", "saving model to '...ckpt'",
-# "Finished saving the checkpoint", "[Torch] Checkpoint global_step1000 is ready now!".
-SAVE = re.compile(r"(?i)\b(?:sav(?:e|es|ed|ing)|wrote|writing|written)\b.{0,80}?(?:checkpoint|ckpt)"
-                  r"|(?:checkpoint|ckpt)\S*\s.{0,60}?\b(?:saved|written|is ready)\b")
-# Not a save: a load/resume line, the save failing, or source code quoted by a traceback (`torch.save(ckpt, ...)`).
-NOT_SAVE = re.compile(r"(?i)\b(?:load|loading|loaded|resum\w*|restor\w*)\b|fail|error|exception|unable|could not|cannot|\w\(")
 # The step a line names, most specific first.
 STEP = (
     re.compile(r"(?i)checkpoint[-_](\d+)\b"),
@@ -47,47 +34,6 @@ class Save:
     failed: bool
 
 
-def _candidates(buf: bytes, first_line: int) -> list[tuple[int, str]]:
-    """(line number, text) of the lines of `buf` holding a needle; `buf` starts at `first_line`."""
-    starts: set[int] = set()
-    for needle in NEEDLES:
-        pos = buf.find(needle)
-        while pos >= 0:
-            start = buf.rfind(b"\n", 0, pos) + 1
-            starts.add(start)
-            end = buf.find(b"\n", pos)
-            if end < 0:
-                break
-            pos = buf.find(needle, end)
-    out = []
-    line, at = first_line, 0
-    for start in sorted(starts):
-        line += buf.count(b"\n", at, start)  # counted between hits only: linear in the buffer
-        at = start
-        end = buf.find(b"\n", start)
-        raw = buf[start:] if end < 0 else buf[start:end]
-        out.append((line, raw.decode("utf-8", errors="replace").rstrip("\r")))
-    return out
-
-
-def scan_file(path: Path, rel: str) -> list[tuple[int, str]]:
-    """Candidate lines of one (possibly compressed) log, streamed in blocks cut at line ends."""
-    out: list[tuple[int, str]] = []
-    line, carry = 1, b""
-    try:
-        for block in make_source(path, rel).chunks():
-            buf = carry + block
-            cut = buf.rfind(b"\n") + 1
-            body, carry = buf[:cut], buf[cut:]
-            out.extend(_candidates(body, line))
-            line += body.count(b"\n")
-        if carry:
-            out.extend(_candidates(carry, line))
-    except OSError:
-        return out
-    return out
-
-
 def _step_of(text: str) -> int | None:
     for rx in STEP:
         m = rx.search(text)
@@ -96,16 +42,15 @@ def _step_of(text: str) -> int | None:
     return None
 
 
-def find_saves(root: Path, files: pl.DataFrame, events: pl.DataFrame) -> list[Save]:
-    """Every checkpoint save line of the text logs, in file order (step None when the line names none)."""
-    logs = files.filter((pl.col("parser") == "text_log") & pl.col("status").is_in(["parsed", "partial"]))
+def find_saves(events: pl.DataFrame) -> list[Save]:
+    """Every checkpoint save line of the logs (the `checkpoint_saved` events ingest found), in file order (step
+    None when the line names none)."""
+    if events.height == 0:
+        return []
+    found = events.filter(pl.col("code") == "checkpoint_saved").sort("file", "line")
+    fails = events.filter(pl.col("code").is_in(list(FAIL_CODES))).select("file", "line")
     saves: list[Save] = []
-    fails = events.filter(pl.col("code").is_in(list(FAIL_CODES))).select("file", "line") if events.height else events
-    for rel in sorted(logs.get_column("file").to_list()):
-        path = root / rel if root.is_dir() else root
-        for line, text in scan_file(path, rel):
-            if not SAVE.search(text) or NOT_SAVE.search(text):
-                continue
-            failed = fails.height > 0 and fails.filter((pl.col("file") == rel) & pl.col("line").is_between(line + 1, line + FAIL_WINDOW)).height > 0
-            saves.append(Save(rel, line, text.strip()[:MAX_TEXT], _step_of(text), failed))
+    for r in found.select("file", "line", "text").iter_rows(named=True):
+        failed = fails.height > 0 and fails.filter((pl.col("file") == r["file"]) & pl.col("line").is_between(r["line"] + 1, r["line"] + FAIL_WINDOW)).height > 0
+        saves.append(Save(r["file"], r["line"], r["text"].strip()[:MAX_TEXT], _step_of(r["text"]), failed))
     return saves

@@ -406,7 +406,7 @@ def environment(ctx: Context) -> list[Fact]:
 
 def checkpoint_saves(ctx: Context) -> list[Save]:
     """The run's checkpoint save lines; one that names no step takes the step of the last metric line before it."""
-    saves = find_saves(ctx.run.root, ctx.table("files"), ctx.table("events"))
+    saves = find_saves(ctx.table("events"))
     need = sorted({s.file for s in saves if s.step is None})
     if not need or not ctx.has("metrics"):
         return saves

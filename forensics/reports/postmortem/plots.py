@@ -24,6 +24,7 @@ RC = {"svg.fonttype": "none", "text.parse_math": False, "font.size": 9, "axes.ti
       "font.family": "DejaVu Sans", "axes.grid": True, "grid.alpha": 0.3, "path.simplify": True}
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 MAX_LANES = 40
+MARGINS = {"left": 0.09, "right": 0.985, "bottom": 0.2, "top": 0.8}
 POINT_STYLE = {  # kind -> marker, colour, size, legend label
     "first_metric": ("o", "#1f77b4", 5, "first metric line"),
     "last_metric": ("|", "#1f77b4", 12, "last metric line"),
@@ -109,7 +110,9 @@ def plot(p: PlotData, onsets: list[tuple[float, str, bool]], log_y: bool = False
         ax.set_title(p.title, loc="left", pad=12)
         if p.series:
             ax.legend(loc="upper right", fontsize=7, ncols=min(3, len(p.series) + 1), framealpha=0.8)
-        fig.tight_layout()
+        # Fixed margins, not tight_layout: every series plot has the same frame (title and onset labels above,
+        # ticks and the axis label below), and measuring text to fit it costs a second draw of each figure.
+        fig.subplots_adjust(**MARGINS)
         return to_svg(fig, p.key)
 
 
