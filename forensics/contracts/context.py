@@ -68,6 +68,12 @@ class Context:
             self._memo[key] = compute()
         return self._memo[key]
 
+    def memo_frame(self, key: tuple, compute) -> pl.DataFrame:
+        """The frame `compute()` gives, computed once per context and kept with its string columns
+        categorical (a file name or metric name repeated on millions of rows costs four bytes a row,
+        not a string each); every caller gets it back with plain strings, a copy it drops when done."""
+        return plain(self.memo(key, lambda: compact(compute())))
+
     @property
     def metric_names(self) -> set[str]:
         """The metric names present (nulls excluded)."""
@@ -145,6 +151,11 @@ class Context:
 def plain(df: pl.DataFrame) -> pl.DataFrame:
     """Categorical columns as plain strings."""
     return df.with_columns(pl.col(pl.Categorical).cast(pl.String))
+
+
+def compact(df: pl.DataFrame) -> pl.DataFrame:
+    """String columns as categorical (what `plain` undoes)."""
+    return df.with_columns(pl.col(pl.String).cast(pl.Categorical))
 
 
 def sort_by_onset(df: pl.DataFrame) -> pl.DataFrame:

@@ -185,20 +185,19 @@ def detect_stalled_then_killed(ctx: Context, th: dict) -> Detection | None:
     kill = _kill_times(ctx.events_of(*KILL_CODES))
     if kill.height == 0:
         return None
-    m = ctx.metrics_select(where=pl.col("step").is_not_null() & pl.col("ts").is_not_null())
-    if m.height == 0:
-        return None
+    # Queried lazily: a big run has millions of progress rows, and only one per line is kept.
+    m = ctx.metrics_lazy().filter(pl.col("step").is_not_null() & pl.col("ts").is_not_null())
     killed_at = kill.get_column("ts").min()
     # slurmstepd's stamp is the cluster's local time: progress logged after it means the clocks disagree.
-    if kill.row(0, named=True)["_from_at"] and m.filter(pl.col("ts") > killed_at).height:
+    if kill.row(0, named=True)["_from_at"] and m.filter(pl.col("ts") > killed_at).select(pl.len()).collect().item():
         return None
     m = m.filter(pl.col("ts") <= killed_at)
-    if m.height == 0:
-        return None
     # Ordered (table order breaks ties in time): ranks that log their last step at the same instant
     # must not make the quoted line depend on hash order.
-    progress = m.group_by("file", "line", maintain_order=True).agg(
-        pl.col("ts").first(), pl.col("step").first(), pl.col("rank").first()).sort("ts", maintain_order=True)
+    progress = plain(m.group_by("file", "line", maintain_order=True).agg(
+        pl.col("ts").first(), pl.col("step").first(), pl.col("rank").first()).collect()).sort("ts", maintain_order=True)
+    if progress.height == 0:
+        return None
     last_ts = progress.get_column("ts").max()
     silence = (killed_at - last_ts).total_seconds()
     gaps = progress.sort("file", "line").with_columns(pl.col("ts").diff().over("file").dt.total_seconds().alias("gap"))
@@ -211,7 +210,7 @@ def detect_stalled_then_killed(ctx: Context, th: dict) -> Detection | None:
         return None
     last = progress.filter(pl.col("ts") == last_ts).row(0, named=True)
     last_step = int(progress.get_column("step").max())
-    rows = m.filter((pl.col("file") == last["file"]) & (pl.col("line") == last["line"])).head(1)
+    rows = plain(m.filter((pl.col("file") == last["file"]) & (pl.col("line") == last["line"])).head(1).collect())
     k = kill.row(0, named=True)
     return Detection(
         summary=f"every rank stopped making progress at step {last_step} ({last_ts:%H:%M:%S}); nothing was logged for "
