@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -69,10 +72,21 @@ class Context:
         return self._memo[key]
 
     def memo_frame(self, key: tuple, compute) -> pl.DataFrame:
-        """The frame `compute()` gives, computed once per context and kept with its string columns
-        categorical (a file name or metric name repeated on millions of rows costs four bytes a row,
-        not a string each); every caller gets it back with plain strings, a copy it drops when done."""
-        return plain(self.memo(key, lambda: compact(compute())))
+        """The frame `compute()` gives, computed once per context and kept on disk (an Arrow IPC file in
+        a temporary folder removed with the context), so the series every playbook shares do not stay
+        in memory between them; each caller reads it back with plain strings and drops it when done."""
+        path = self.memo(key, lambda: self._spill(compute()))
+        return plain(pl.read_ipc(path))
+
+    def _spill(self, df: pl.DataFrame) -> Path:
+        if "spill_dir" not in self._memo:
+            folder = tempfile.mkdtemp(prefix="forensics-series-")
+            weakref.finalize(self, shutil.rmtree, folder, True)
+            self._memo["spill_dir"] = Path(folder)
+        path = self._memo["spill_dir"] / f"{len(self._memo)}.arrow"
+        # Categorical strings: a file or metric name repeated on millions of rows is stored once.
+        compact(df).write_ipc(path, compression="lz4")
+        return path
 
     @property
     def metric_names(self) -> set[str]:

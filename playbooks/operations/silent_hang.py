@@ -131,14 +131,17 @@ def detect_stalled_rank(ctx: Context, th: dict) -> Detection | None:
     """A rank whose progress lines end long before the rest of the run's logs."""
     # Aggregated lazily over the stored table: a big run has millions of progress rows.
     m = ctx.metrics_lazy().filter(pl.col("rank").is_not_null() & pl.col("step").is_not_null())
-    size = m.select(pl.len().alias("n"), pl.col("rank").n_unique().alias("ranks"), pl.col("ts").max().alias("end")).collect().row(0)
+    size = m.select(pl.len().alias("n"), pl.col("rank").n_unique().alias("ranks"), pl.col("ts").max().alias("end")
+                    ).collect(engine="streaming").row(0)
     if size[0] == 0 or size[1] < 2:
         return None
-    # The file of each rank's last line (its highest line number), without sorting millions of rows.
-    last = plain(m.group_by("rank").agg(
-        pl.col("step").max().alias("last_step"), pl.col("ts").max().alias("last_ts"),
-        pl.col("file").get(pl.col("line").arg_max()).alias("file"), pl.col("line").max().alias("line"),
-    ).collect())
+    # Streamed aggregations (a big run's progress rows never sit in memory at once): each rank's last step,
+    # time and highest line number, then the file of that line (the first in table order when two files tie).
+    ends = m.group_by("rank").agg(pl.col("step").max().alias("last_step"), pl.col("ts").max().alias("last_ts"),
+                                  pl.col("line").max().alias("line")).collect(engine="streaming")
+    files = (m.with_row_index("_i").join(ends.lazy().select("rank", "line"), on=["rank", "line"])
+             .group_by("rank").agg(pl.col("file").sort_by("_i").first()).collect(engine="streaming"))
+    last = plain(ends.join(files, on="rank").select("rank", "last_step", "last_ts", "file", "line"))
     ev = ctx.events
     # Only the others' progress counts as the run going on: when every rank stops at the same point and
     # the others then time out in the collective, the timeout finding reports the rank that never came.
