@@ -6,9 +6,13 @@ import functools
 import hashlib
 import os
 import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from forensics import __version__
@@ -90,8 +94,40 @@ def save(run: Run, out: Path) -> None:
     (out / MANIFEST).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2, default=str))
 
 
+@dataclass
+class CachedRun(Run):
+    """A run read from its Parquet cache lazily: a table is read whole only when asked for whole
+    (`table`); queries (`scan`) read only the columns and rows they keep, so analysing a big run
+    does not hold its tables in memory."""
+
+    folder: Path = Path()
+
+    def _path(self, name: str) -> Path:
+        return self.folder / f"{name}.parquet"
+
+    def table(self, name: str) -> pa.Table:
+        if name not in self.tables:
+            self.tables[name] = T.conform(name, pq.read_table(self._path(name)))
+        return self.tables[name]
+
+    def scan(self, name: str) -> pl.LazyFrame:
+        if name in self.tables:
+            return super().scan(name)
+        return pl.scan_parquet(self._path(name))
+
+    def batches(self, name: str) -> Iterator[pa.Table]:
+        if name in self.tables:
+            yield self.tables[name]
+            return
+        for batch in pq.ParquetFile(self._path(name)).iter_batches():
+            yield T.conform(name, pa.Table.from_batches([batch]))
+
+    def num_rows(self, name: str) -> int:
+        return pq.ParquetFile(self._path(name)).metadata.num_rows
+
+
 def load(root: Path, cache_dir: Path) -> Run | None:
-    """The cached run when the cache matches the current inputs, else None."""
+    """The cached run when the cache matches the current inputs, else None (its tables are read lazily)."""
     manifest_path = cache_dir / MANIFEST
     if not manifest_path.is_file():
         return None
@@ -99,9 +135,11 @@ def load(root: Path, cache_dir: Path) -> Run | None:
         manifest = orjson.loads(manifest_path.read_bytes())
         if manifest.get("fingerprint") != fingerprint(root):
             return None
-        run = Run(root=Path(root), meta=manifest.get("meta", {}))
+        run = CachedRun(root=Path(root), meta=manifest.get("meta", {}), folder=cache_dir)
         for name in T.SCHEMAS:
-            run.tables[name] = T.conform(name, pq.read_table(cache_dir / f"{name}.parquet"))
+            # The schemas are checked now (a damaged or foreign file is found here); rows are read when asked.
+            if pq.read_schema(run._path(name)).remove_metadata() != T.SCHEMAS[name].remove_metadata():
+                return None
         return run
     except (OSError, ValueError, KeyError):
         return None  # a damaged cache is ignored, the run is parsed again

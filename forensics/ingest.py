@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 
 from forensics.contracts import tables as T
@@ -38,6 +39,8 @@ class Run:
     meta: dict = field(default_factory=dict)
     # Per-file parts not yet assembled: in-memory tables or Arrow IPC files in a spool folder.
     parts: dict[str, list[pa.Table | Path]] = field(default_factory=dict, repr=False)
+    # Polars frames of assembled tables, made once (a categorical column is built from its dictionary).
+    frames: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
 
     @property
     def event_sources(self) -> tuple[str, ...]:
@@ -49,6 +52,14 @@ class Run:
         if name not in self.tables and name in self.parts:
             self.tables[name] = T.concat(name, [_load(p) for p in self.parts.pop(name)])
         return self.tables.get(name) or T.empty(name)
+
+    def scan(self, name: str) -> pl.LazyFrame:
+        """A table as a lazy frame over its Arrow buffers (dictionary columns categorical)."""
+        if name not in self.frames:
+            df = pl.from_arrow(self.table(name))
+            assert isinstance(df, pl.DataFrame)
+            self.frames[name] = df
+        return self.frames[name].lazy()
 
     def batches(self, name: str) -> Iterator[pa.Table]:
         """The table of `name` part by part, in file order, each cast to its schema, without

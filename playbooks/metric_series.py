@@ -66,7 +66,7 @@ def series(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bo
         return ts.series(ctx.metric_rows(name), name, finite=finite, dedupe=dedupe)
 
     # Only the series many playbooks read are kept: the others would hold memory for nothing.
-    return ctx.memo(("series", name, finite, dedupe), compute) if name in SHARED else compute()
+    return ctx.memo_frame(("series", name, finite, dedupe), compute) if name in SHARED else compute()
 
 
 def quote(rows: pl.DataFrame, limit: int = 8) -> list[Evidence]:

@@ -82,11 +82,18 @@ def test_context_metric_reads_equal_the_whole_table_filtered(tmp_path):
     assert raw.schema["file"] == pl.Categorical
 
 
-def test_series_is_computed_once_and_equals_the_plain_series(tmp_path):
+def test_series_is_computed_once_and_equals_the_plain_series(tmp_path, monkeypatch):
     ctx = Context(ingest_text(tmp_path, LOG + "\n"))
+    calls = []
+    real = ts.series
+    monkeypatch.setattr(ts, "series", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
     a = M.series(ctx, M.LOSS, finite=True)
     assert a.equals(ts.series(ctx.metrics, "loss", finite=True))
     assert a.get_column("value").to_list()[-1] == 0.5
-    assert M.series(ctx, M.LOSS, finite=True) is a  # shared, not recomputed
-    assert M.series(ctx, M.LOSS) is not a  # another variant is another series
+    assert a.schema["file"] == pl.String and a.schema["name"] == pl.String  # kept compact, given back plain
+    calls.clear()
+    assert M.series(ctx, M.LOSS, finite=True).equals(a)
+    assert calls == []  # shared, not recomputed
+    M.series(ctx, M.LOSS)
+    assert calls == ["loss"]  # another variant is another series
     assert M.series(ctx, ("no_such_metric",)).height == 0

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -26,16 +29,24 @@ class Run(Protocol):
 
     def table(self, name: str) -> pa.Table: ...
 
+    def scan(self, name: str) -> pl.LazyFrame:
+        """A table as a lazy frame (dictionary columns categorical): a cached run reads its Parquet
+        file with only the columns and rows a query keeps."""
+        ...
+
+    def num_rows(self, name: str) -> int: ...
+
 
 @dataclass
 class Context:
     """The evidence tables of one run (and, for comparisons, of a baseline run).
 
-    The metrics table of a big run has tens of millions of rows: detectors read it through
-    `metric_names`, `metric_rows`, `metrics_select` and `memo` (one series per metric, shared by
-    every playbook), which keep its dictionary columns categorical and turn only the rows and
-    columns asked for into plain strings. `table("metrics")` / `metrics` still give the whole
-    table with plain strings, for small runs and tests.
+    The metrics table of a big run has tens of millions of rows, more than memory should hold:
+    detectors read it through `metric_names`, `metric_rows`, `metrics_select`, `metrics_lazy` and
+    `memo` (one series per metric, shared by every playbook), which query the run's lazy frame
+    (a cached run's Parquet file: only the columns and rows asked for are read) and turn only
+    what is kept into plain strings. `table("metrics")` / `metrics` still give the whole table
+    with plain strings, for small runs and tests.
     """
 
     run: Run
@@ -46,17 +57,12 @@ class Context:
     def table(self, name: str) -> pl.DataFrame:
         """A table as a polars frame, with dictionary columns as plain strings."""
         if name not in self._frames:
-            self._frames[name] = plain(self._stored(name))
+            self._frames[name] = plain(self._stored(name).collect())
         return self._frames[name]
 
-    def _stored(self, name: str) -> pl.DataFrame:
-        """A table as polars with its dictionary columns still categorical (shares the Arrow buffers)."""
-        key = ("stored", name)
-        if key not in self._memo:
-            df = pl.from_arrow(self.run.table(name))
-            assert isinstance(df, pl.DataFrame)
-            self._memo[key] = df
-        return self._memo[key]  # type: ignore[return-value]
+    def _stored(self, name: str) -> pl.LazyFrame:
+        """A table as a lazy frame with its dictionary columns still categorical (nothing read yet)."""
+        return self.run.scan(name)
 
     def memo(self, key: tuple, compute):
         """The value of `compute()` computed once per context under `key` (frames are immutable, so
@@ -65,28 +71,46 @@ class Context:
             self._memo[key] = compute()
         return self._memo[key]
 
+    def memo_frame(self, key: tuple, compute) -> pl.DataFrame:
+        """The frame `compute()` gives, computed once per context and kept on disk (an Arrow IPC file in
+        a temporary folder removed with the context), so the series every playbook shares do not stay
+        in memory between them; each caller reads it back with plain strings and drops it when done."""
+        path = self.memo(key, lambda: self._spill(compute()))
+        return plain(pl.read_ipc(path))
+
+    def _spill(self, df: pl.DataFrame) -> Path:
+        if "spill_dir" not in self._memo:
+            folder = tempfile.mkdtemp(prefix="forensics-series-")
+            weakref.finalize(self, shutil.rmtree, folder, True)
+            self._memo["spill_dir"] = Path(folder)
+        path = self._memo["spill_dir"] / f"{len(self._memo)}.arrow"
+        # Categorical strings: a file or metric name repeated on millions of rows is stored once.
+        compact(df).write_ipc(path, compression="lz4")
+        return path
+
     @property
     def metric_names(self) -> set[str]:
         """The metric names present (nulls excluded)."""
         return self.memo(("metric_names",), lambda: set(
-            self._stored("metrics").get_column("name").unique().drop_nulls().cast(pl.String).to_list()))
+            self._stored("metrics").select(pl.col("name").unique().drop_nulls().cast(pl.String)).collect()
+            .get_column("name").to_list()))
 
     def metric_rows(self, names: str | list[str] | tuple[str, ...]) -> pl.DataFrame:
         """The metrics rows of some names, in table order, with plain-string columns: the same rows as
         `metrics.filter(name in names)` without turning the whole table into strings."""
         wanted = [names] if isinstance(names, str) else list(names)
-        return plain(self._stored("metrics").filter(pl.col("name").is_in(wanted)))
+        return plain(self._stored("metrics").filter(pl.col("name").is_in(wanted)).collect())
 
     def metrics_lazy(self) -> pl.LazyFrame:
         """The metrics table as a lazy frame with categorical dictionary columns (for aggregations
         over the whole table; `plain` what is kept)."""
-        return self._stored("metrics").lazy()
+        return self._stored("metrics")
 
     def metrics_select(self, *cols: str, where: pl.Expr | None = None, strings: bool = True) -> pl.DataFrame:
         """Some columns of the metrics rows that satisfy `where`, in table order, with plain strings
         (what `metrics.filter(where).select(cols)` gives, for the rows and columns asked for only).
         With `strings=False` the dictionary columns stay categorical (cast what you keep with `plain`)."""
-        lf = self._stored("metrics").lazy()
+        lf = self._stored("metrics")
         if where is not None:
             lf = lf.filter(where)
         df = lf.select(cols or pl.all()).collect()
@@ -94,7 +118,7 @@ class Context:
 
     def has(self, name: str) -> bool:
         """Whether the table has any rows."""
-        return self.run.table(name).num_rows > 0
+        return self.run.num_rows(name) > 0
 
     def available(self, name: str) -> bool:
         """Whether the run could show this evidence: rows exist, or (events) a log was read and matched nothing.
@@ -141,6 +165,11 @@ class Context:
 def plain(df: pl.DataFrame) -> pl.DataFrame:
     """Categorical columns as plain strings."""
     return df.with_columns(pl.col(pl.Categorical).cast(pl.String))
+
+
+def compact(df: pl.DataFrame) -> pl.DataFrame:
+    """String columns as categorical (what `plain` undoes)."""
+    return df.with_columns(pl.col(pl.String).cast(pl.Categorical))
 
 
 def sort_by_onset(df: pl.DataFrame) -> pl.DataFrame:

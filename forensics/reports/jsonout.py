@@ -81,7 +81,7 @@ def report_dict(a: Analysis) -> dict:
         "forensics_version": __version__,
         "run": {
             "path": str(run.root),
-            "tables": {name: run.table(name).num_rows for name in ("events", "metrics", "gpu", "gpu_procs", "spans", "counters")},
+            "tables": {name: run.num_rows(name) for name in ("events", "metrics", "gpu", "gpu_procs", "spans", "counters")},
             "meta": _clean(run.meta),
             "baseline": str(a.context.baseline.run.root) if a.context.baseline else None,
             "first_failure": _onset(a.first_failure) if a.first_failure else None,

@@ -131,14 +131,17 @@ def detect_stalled_rank(ctx: Context, th: dict) -> Detection | None:
     """A rank whose progress lines end long before the rest of the run's logs."""
     # Aggregated lazily over the stored table: a big run has millions of progress rows.
     m = ctx.metrics_lazy().filter(pl.col("rank").is_not_null() & pl.col("step").is_not_null())
-    size = m.select(pl.len().alias("n"), pl.col("rank").n_unique().alias("ranks"), pl.col("ts").max().alias("end")).collect().row(0)
+    size = m.select(pl.len().alias("n"), pl.col("rank").n_unique().alias("ranks"), pl.col("ts").max().alias("end")
+                    ).collect(engine="streaming").row(0)
     if size[0] == 0 or size[1] < 2:
         return None
-    # The file of each rank's last line (its highest line number), without sorting millions of rows.
-    last = plain(m.group_by("rank").agg(
-        pl.col("step").max().alias("last_step"), pl.col("ts").max().alias("last_ts"),
-        pl.col("file").get(pl.col("line").arg_max()).alias("file"), pl.col("line").max().alias("line"),
-    ).collect())
+    # Streamed aggregations (a big run's progress rows never sit in memory at once): each rank's last step,
+    # time and highest line number, then the file of that line (the first in table order when two files tie).
+    ends = m.group_by("rank").agg(pl.col("step").max().alias("last_step"), pl.col("ts").max().alias("last_ts"),
+                                  pl.col("line").max().alias("line")).collect(engine="streaming")
+    files = (m.with_row_index("_i").join(ends.lazy().select("rank", "line"), on=["rank", "line"])
+             .group_by("rank").agg(pl.col("file").sort_by("_i").first()).collect(engine="streaming"))
+    last = plain(ends.join(files, on="rank").select("rank", "last_step", "last_ts", "file", "line"))
     ev = ctx.events
     # Only the others' progress counts as the run going on: when every rank stops at the same point and
     # the others then time out in the collective, the timeout finding reports the rank that never came.
@@ -185,20 +188,19 @@ def detect_stalled_then_killed(ctx: Context, th: dict) -> Detection | None:
     kill = _kill_times(ctx.events_of(*KILL_CODES))
     if kill.height == 0:
         return None
-    m = ctx.metrics_select(where=pl.col("step").is_not_null() & pl.col("ts").is_not_null())
-    if m.height == 0:
-        return None
+    # Queried lazily: a big run has millions of progress rows, and only one per line is kept.
+    m = ctx.metrics_lazy().filter(pl.col("step").is_not_null() & pl.col("ts").is_not_null())
     killed_at = kill.get_column("ts").min()
     # slurmstepd's stamp is the cluster's local time: progress logged after it means the clocks disagree.
-    if kill.row(0, named=True)["_from_at"] and m.filter(pl.col("ts") > killed_at).height:
+    if kill.row(0, named=True)["_from_at"] and m.filter(pl.col("ts") > killed_at).select(pl.len()).collect().item():
         return None
     m = m.filter(pl.col("ts") <= killed_at)
-    if m.height == 0:
-        return None
     # Ordered (table order breaks ties in time): ranks that log their last step at the same instant
     # must not make the quoted line depend on hash order.
-    progress = m.group_by("file", "line", maintain_order=True).agg(
-        pl.col("ts").first(), pl.col("step").first(), pl.col("rank").first()).sort("ts", maintain_order=True)
+    progress = plain(m.group_by("file", "line", maintain_order=True).agg(
+        pl.col("ts").first(), pl.col("step").first(), pl.col("rank").first()).collect()).sort("ts", maintain_order=True)
+    if progress.height == 0:
+        return None
     last_ts = progress.get_column("ts").max()
     silence = (killed_at - last_ts).total_seconds()
     gaps = progress.sort("file", "line").with_columns(pl.col("ts").diff().over("file").dt.total_seconds().alias("gap"))
@@ -211,7 +213,7 @@ def detect_stalled_then_killed(ctx: Context, th: dict) -> Detection | None:
         return None
     last = progress.filter(pl.col("ts") == last_ts).row(0, named=True)
     last_step = int(progress.get_column("step").max())
-    rows = m.filter((pl.col("file") == last["file"]) & (pl.col("line") == last["line"])).head(1)
+    rows = plain(m.filter((pl.col("file") == last["file"]) & (pl.col("line") == last["line"])).head(1).collect())
     k = kill.row(0, named=True)
     return Detection(
         summary=f"every rank stopped making progress at step {last_step} ({last_ts:%H:%M:%S}); nothing was logged for "
