@@ -207,7 +207,7 @@ def parse(src, sn: Sniffed) -> ParseResult:
     result.tables.update(profile_table.log_tables(state, src.rel, file_rank))
     problems = stats.problems() + list(src.problems)
     if problems:
-        result.status = "partial" if (src.truncated or stats.invalid_utf8 or stats.nul_bytes) else "parsed"
+        result.status = "partial" if (src.truncated or stats.invalid_utf8 or stats.nul_bytes or stats.over_budget) else "parsed"
         result.error = "; ".join(problems)
     return result
 
