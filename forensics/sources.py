@@ -65,6 +65,22 @@ def _decompressor(kind: str):
     raise InputError(f"unsupported compression {kind}")
 
 
+def _before_damage(dec, data: bytes) -> bytes:
+    """What a zlib decompressor yields from `data` up to the point where it fails (at most one step's worth)."""
+    out: list[bytes] = []
+    got = 0
+    for i in range(0, len(data), 64):
+        try:
+            piece = dec.decompress(data[i:i + 64])
+        except zlib.error:
+            break
+        out.append(piece)
+        got += len(piece)
+        if got >= _STEP:
+            break
+    return b"".join(out)
+
+
 class _Decompressing(io.RawIOBase):
     """Incremental decompression that keeps every byte decoded before a truncation or corruption.
 
@@ -124,6 +140,9 @@ class _Decompressing(io.RawIOBase):
                         self._owner.problems.append(f"truncated {self._owner.compression} stream: its end is missing")
                     self._done = True
                     return
+            # zlib's state before this step: a bad CRC or corrupt deflate data fails the whole step, so the
+            # step is replayed in small pieces from here to keep what decodes before the damage.
+            saved = self._dec.copy() if isinstance(self._dec, _ZLIB) else None
             try:
                 self._more = False
                 out = self._step(block)
@@ -136,6 +155,8 @@ class _Decompressing(io.RawIOBase):
                 self._owner.truncated = True
                 self._owner.problems.append(f"corrupt {self._owner.compression} stream: {exc}")
                 self._done = True
+                if saved is not None:
+                    self._buf = _before_damage(saved, block)
                 return
             except Exception as exc:  # noqa: BLE001 - zstandard raises its own error type
                 self._owner.truncated = True
@@ -161,6 +182,47 @@ class _Decompressing(io.RawIOBase):
         return n
 
 
+# Byte-order marks of the wide Unicode encodings (UTF-32 first: its little-endian mark starts like UTF-16's).
+BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+
+def wide_encoding(head: bytes) -> str | None:
+    """UTF-16/32 named by a byte-order mark at the start (PowerShell's `>` writes UTF-16 logs), else None."""
+    for bom, name in BOMS:
+        if head.startswith(bom):
+            return name
+    return None
+
+
+class _Recoding(io.RawIOBase):
+    """A UTF-16/32 stream (with its BOM) read as UTF-8, block by block: every reader downstream sees UTF-8."""
+
+    def __init__(self, raw: BinaryIO, encoding: str) -> None:
+        import codecs
+
+        self._raw = raw
+        self._dec = codecs.getincrementaldecoder(encoding)("replace")
+        self._buf = b""
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        while not self._buf and not self._done:
+            block = self._raw.read(256 * 1024)
+            self._done = not block
+            self._buf = self._dec.decode(block, final=self._done).encode("utf-8", "surrogatepass")
+        n = min(len(b), len(self._buf))
+        memoryview(b)[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n
+
+
 @dataclass
 class Source:
     """One regular file of the run folder, opened read-only and decompressed on the fly."""
@@ -172,6 +234,7 @@ class Source:
     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
     problems: list[str] = field(default_factory=list)
     truncated: bool = False
+    recoded: bool = False  # read from UTF-16/32 as UTF-8: its size is no longer the file's
 
     @property
     def name(self) -> str:
@@ -188,9 +251,12 @@ class Source:
         self.problems.clear()
         self.truncated = False
         raw = open(self.path, "rb", buffering=1024 * 1024)  # noqa: SIM115 - caller closes
-        if self.compression is None:
-            return raw
-        return io.BufferedReader(_Decompressing(raw, self), 1024 * 1024)
+        fh = raw if self.compression is None else io.BufferedReader(_Decompressing(raw, self), 1024 * 1024)
+        wide = wide_encoding(fh.peek(4)[:4])
+        if wide is None:
+            return fh
+        self.recoded = True
+        return io.BufferedReader(_Recoding(fh, wide), 1024 * 1024)
 
     def head(self, n: int = 65536) -> bytes:
         """The first `n` decompressed bytes."""
@@ -208,7 +274,7 @@ class Source:
         For readers that decode in place; a plain file is read straight into a buffer of its
         size, a compressed one grows block by block (no second full-size copy)."""
         with self.open() as fh:
-            if self.compression is None:
+            if self.compression is None and not self.recoded:
                 buf = bytearray(self.size)
                 got = fh.readinto(buf)
                 if got < self.size:  # the file shrank while being read
@@ -232,9 +298,10 @@ class Source:
                 yield block
 
 
-def make_source(path: Path, rel: str) -> Source:
-    """A Source for a regular file, with its compression sniffed from the magic bytes."""
-    st = os.stat(path)
+def make_source(path: Path, rel: str, st: os.stat_result | None = None) -> Source:
+    """A Source for a regular file (`st`: its stat when the caller has it), with its compression sniffed from
+    the magic bytes."""
+    st = st if st is not None else os.stat(path)
     with open(path, "rb") as fh:
         magic = fh.read(8)
     return Source(path=path, rel=rel, size=st.st_size, compression=compression_of(magic))

@@ -214,9 +214,11 @@ def parse(src, sn: Sniffed) -> ParseResult:
 
 def sniff(sn: Sniffed) -> int:
     """Any mostly-printable text is a log; other parsers outbid this for structured formats."""
-    if not sn.head:
+    # A block of NUL bytes (a file preallocated, or a crash mid-write that left a hole) is no evidence either way:
+    # the text around it decides. Reading drops the NULs and marks the file partial.
+    sample = sn.head.replace(b"\x00", b"")[:8192] if b"\x00" in sn.head[:8192] else sn.head[:8192]
+    if not sample:
         return 0
-    sample = sn.head[:8192]
     bad = sum(1 for b in sample if b < 9 or (13 < b < 32 and b != 27))
     if bad > len(sample) * 0.05:
         return 0
