@@ -156,6 +156,9 @@ def discover(root: Path) -> tuple[list[Source], list[Skipped]]:
             what = "symlink to a file" if is_link else "hard link to a file"
             skipped.append(Skipped(rel, "unrecognized", f"{what} already read as {first}", st.st_size))
             continue
+        if not os.access(path, os.R_OK):
+            skipped.append(Skipped(rel, "failed", "permission denied", st.st_size))
+            continue
         try:
             sources.append(make_source(path, rel, st))
         except PermissionError:

@@ -187,10 +187,14 @@ BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xf
 
 
 def wide_encoding(head: bytes) -> str | None:
-    """UTF-16/32 named by a byte-order mark at the start (PowerShell's `>` writes UTF-16 logs), else None."""
+    """UTF-16/32 named by a byte-order mark at the start (PowerShell's `>` writes UTF-16 logs), else None.
+
+    The text after the mark must look wide too: a log's mostly-ASCII characters leave NUL bytes in at least
+    an eighth of it (half in UTF-16, three quarters in UTF-32); bytes FF FE before plain text are just bad UTF-8."""
     for bom, name in BOMS:
         if head.startswith(bom):
-            return name
+            body = head[len(bom):len(bom) + 512]
+            return name if body and body.count(0) * 8 >= len(body) else None
     return None
 
 
@@ -252,7 +256,7 @@ class Source:
         self.truncated = False
         raw = open(self.path, "rb", buffering=1024 * 1024)  # noqa: SIM115 - caller closes
         fh = raw if self.compression is None else io.BufferedReader(_Decompressing(raw, self), 1024 * 1024)
-        wide = wide_encoding(fh.peek(4)[:4])
+        wide = wide_encoding(fh.peek(516)[:516])
         if wide is None:
             return fh
         self.recoded = True
