@@ -33,6 +33,19 @@ _STEP = 4 * 1024 * 1024
 _ZLIB = type(zlib.decompressobj())  # zlib exports no name for its decompressor type
 
 
+# A document read whole (a JSON trace) larger than this is read up to it and marked partial; the trace readers
+# then keep the complete events before the cut. Overridable (FORENSICS_MAX_DOCUMENT_MB), read per file.
+DEFAULT_MAX_DOCUMENT_MB = 4096
+
+
+def document_budget() -> int:
+    """Bytes of one document read whole, at most."""
+    try:
+        return max(1, int(float(os.environ.get("FORENSICS_MAX_DOCUMENT_MB", DEFAULT_MAX_DOCUMENT_MB)) * 1024**2))
+    except ValueError:
+        return DEFAULT_MAX_DOCUMENT_MB * 1024**2
+
+
 def decompress_budget(compressed_size: int) -> int:
     """The decompressed bytes a file of this compressed size may yield before it is cut and marked partial."""
     return min(DEFAULT_MAX_DECOMPRESSED, max(DECOMPRESS_FLOOR, DECOMPRESS_RATIO * compressed_size))
@@ -267,29 +280,42 @@ class Source:
         with self.open() as fh:
             return fh.read(n)
 
+    def _cut_at_budget(self, fh: BinaryIO, budget: int) -> None:
+        """Mark the content cut when more than `budget` bytes remain unread after it."""
+        if fh.read(1):
+            self.truncated = True
+            self.problems.append(f"document larger than the {budget // 1024**2} MiB budget (FORENSICS_MAX_DOCUMENT_MB): "
+                                 "read up to it")
+
     def read_all(self) -> bytes:
-        """The whole decompressed content (for formats that need it: JSON documents)."""
+        """The whole decompressed content (for formats that need it: JSON documents), up to the document budget."""
+        budget = document_budget()
         with self.open() as fh:
-            return fh.read()
+            data = fh.read(budget)
+            self._cut_at_budget(fh, budget)
+            return data
 
     def read_all_mutable(self) -> bytearray:
-        """The whole decompressed content as a private bytearray (the file itself is untouched).
+        """The whole decompressed content as a private bytearray (the file itself is untouched), up to the
+        document budget.
 
         For readers that decode in place; a plain file is read straight into a buffer of its
         size, a compressed one grows block by block (no second full-size copy)."""
+        budget = document_budget()
         with self.open() as fh:
             if self.compression is None and not self.recoded:
-                buf = bytearray(self.size)
+                buf = bytearray(min(self.size, budget))
                 got = fh.readinto(buf)
-                if got < self.size:  # the file shrank while being read
+                if got < len(buf):  # the file shrank while being read
                     del buf[got:]
-                extra = fh.read()
+                extra = fh.read(budget - len(buf))
                 if extra:  # ... or grew
                     buf += extra
-                return buf
-            buf = bytearray()
-            while block := fh.read(32 * 1024 * 1024):
-                buf += block
+            else:
+                buf = bytearray()
+                while len(buf) < budget and (block := fh.read(min(32 * 1024 * 1024, budget - len(buf)))):
+                    buf += block
+            self._cut_at_budget(fh, budget)
             return buf
 
     def chunks(self, size: int = 32 * 1024 * 1024) -> Iterator[bytes]:

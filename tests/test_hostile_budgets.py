@@ -98,3 +98,20 @@ def test_a_gzip_bomb_without_newlines_stays_in_bounded_memory(tmp_path):
     assert _row(doc, "rank0")["status"] == "partial"
     assert any(f["playbook"] == "cuda-oom" for f in doc["findings"])
     assert got["rss"] < base + 150 * MB, (got["rss"] / MB, base / MB)
+
+
+def test_a_trace_over_the_document_budget_keeps_its_events_before_the_cut(tmp_path, monkeypatch):
+    from forensics.ingest import parse_one
+    from forensics.sources import make_source
+
+    events = [{"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": i * 10, "dur": 5}
+              for i in range(40000)]  # ~3.5 MB
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}), encoding="utf-8")
+    monkeypatch.setenv("FORENSICS_MAX_DOCUMENT_MB", "1")
+    row, _ = parse_one(make_source(path, "trace.json"))
+    assert row["status"] == "partial" and "1 MiB budget" in row["error"]
+    assert 5000 < row["rows"] < 40000
+    monkeypatch.delenv("FORENSICS_MAX_DOCUMENT_MB")
+    row, _ = parse_one(make_source(path, "trace.json"))
+    assert row["status"] == "parsed" and row["rows"] == 40000
