@@ -30,9 +30,10 @@ class Verdict:
     reason: str | None = None  # why no parser was chosen
 
 
-def sniff_source(src: Source) -> Verdict:
-    """Choose the parser whose sniff scores the file highest; explain when none does."""
-    head = src.head(HEAD_BYTES)
+def sniff_source(src: Source, head: bytes | None = None) -> Verdict:
+    """Choose the parser whose sniff scores the file highest; explain when none does (`head`: the first bytes,
+    when the caller has read them already)."""
+    head = src.head(HEAD_BYTES) if head is None else head[:HEAD_BYTES]
     sn = Sniffed(head=head, text=head.decode("utf-8", errors="replace"), name=src.name, rel=src.rel)
     if not head:
         if src.problems:

@@ -22,15 +22,14 @@ from forensics.parsers.prefixes import rank_from_path
 from forensics.contracts import tables as T
 
 SOURCE = "viztracer"
-# ReportBuilder's own pattern for `qualname (file:line)`; `split_function_names` matches it without a regex (its
-# backtracking is quadratic or worse on a long name full of ` (` and `:` that never closes).
-FUNC_NAME = re.compile(r"^(.*) \((.*):(\d+)\)$")
+# ReportBuilder's own pattern for `qualname (file:line)` is `^(.*) \((.*):(\d+)\)$`; `_func_name` matches the same
+# without a regex (its backtracking is quadratic or worse on a long name full of ` (` and `:` that never closes).
 # A line number beyond int64 is not a line: the name is kept whole, its line left empty.
 _MAX_LINE_DIGITS = 18
 
 
 def _func_name(v: str) -> tuple[str, str, int | None] | None:
-    """(func, file, line) as FUNC_NAME would match them, in linear time, or None."""
+    """(func, file, line) as ReportBuilder's pattern would match them, in linear time, or None."""
     body = v[:-1] if v.endswith(")\n") else v
     if not body.endswith(")") or "\n" in body:
         return None
