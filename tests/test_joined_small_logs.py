@@ -9,10 +9,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from forensics.parsers import textlog
 
 from forensics.discover import discover
 from forensics.ingest import JOIN_MIN_FILES, ingest, parse_one
-from forensics.parsers import textlog
 from forensics.sniff import sniff_source
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
