@@ -94,22 +94,12 @@ def _before_damage(dec, data: bytes) -> bytes:
     return b"".join(out)
 
 
-class _Decompressing(io.RawIOBase):
-    """Incremental decompression that keeps every byte decoded before a truncation or corruption.
+class _Filter(io.RawIOBase):
+    """A read-only stream made from another one (decompressed, recoded); closing it closes the source."""
 
-    Library file objects (gzip.GzipFile, ...) raise at a truncated end and drop the
-    partly decoded block; feeding the decompressor ourselves loses nothing.
-    """
-
-    def __init__(self, raw: BinaryIO, owner: Source) -> None:
+    def __init__(self, raw: BinaryIO) -> None:
         self._raw = raw
-        self._owner = owner
-        self._dec = _decompressor(owner.compression or "")
-        self._budget = min(owner.max_decompressed, decompress_budget(owner.size))
-        self._left = self._budget
-        self._buf = b""
-        self._pending = b""  # compressed input the decompressor has not consumed yet
-        self._more = False  # bz2/xz: output buffered inside the decompressor
+        self._buf = b""  # produced, not handed out yet
         self._done = False
 
     def readable(self) -> bool:
@@ -118,6 +108,23 @@ class _Decompressing(io.RawIOBase):
     def close(self) -> None:
         self._raw.close()
         super().close()
+
+
+class _Decompressing(_Filter):
+    """Incremental decompression that keeps every byte decoded before a truncation or corruption.
+
+    Library file objects (gzip.GzipFile, ...) raise at a truncated end and drop the
+    partly decoded block; feeding the decompressor ourselves loses nothing.
+    """
+
+    def __init__(self, raw: BinaryIO, owner: Source) -> None:
+        super().__init__(raw)
+        self._owner = owner
+        self._dec = _decompressor(owner.compression or "")
+        self._budget = min(owner.max_decompressed, decompress_budget(owner.size))
+        self._left = self._budget
+        self._pending = b""  # compressed input the decompressor has not consumed yet
+        self._more = False  # bz2/xz: output buffered inside the decompressor
 
     def _step(self, data: bytes) -> bytes:
         """Decompress at most _STEP bytes; input not consumed yet stays in `_pending`."""
@@ -211,23 +218,14 @@ def wide_encoding(head: bytes) -> str | None:
     return None
 
 
-class _Recoding(io.RawIOBase):
+class _Recoding(_Filter):
     """A UTF-16/32 stream (with its BOM) read as UTF-8, block by block: every reader downstream sees UTF-8."""
 
     def __init__(self, raw: BinaryIO, encoding: str) -> None:
         import codecs
 
-        self._raw = raw
+        super().__init__(raw)
         self._dec = codecs.getincrementaldecoder(encoding)("replace")
-        self._buf = b""
-        self._done = False
-
-    def readable(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        self._raw.close()
-        super().close()
 
     def readinto(self, b) -> int:  # type: ignore[override]
         while not self._buf and not self._done:
