@@ -96,7 +96,11 @@ def _python_patterns() -> dict[str, tuple[re.Pattern, str]]:
             if isinstance(value, re.Pattern):
                 uses = set(re.findall(rf"\b{re.escape(name)}\.(\w+)\(", source))
                 found[f"{module.__name__}.{name}"] = (value, "match" if uses and uses <= ANCHORED else "search")
-        for node in ast.walk(ast.parse(source)):
+        tree = ast.parse(source)
+        # `re.compile(...).match(...)` inline: the method is the one called on the compiled pattern.
+        method_of = {id(n.func.value): n.func.attr for n in ast.walk(tree)
+                     if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Call)}
+        for node in ast.walk(tree):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
                     and node.func.value.id == "re" and node.args and isinstance(node.args[0], ast.Constant)
                     and isinstance(node.args[0].value, (str, bytes))):
@@ -104,7 +108,8 @@ def _python_patterns() -> dict[str, tuple[re.Pattern, str]]:
                     compiled = re.compile(node.args[0].value)
                 except re.error:
                     continue
-                found[f"{module.__name__}:{node.lineno}"] = (compiled, "match" if node.func.attr in ANCHORED else "search")
+                how = method_of.get(id(node), "search") if node.func.attr == "compile" else node.func.attr
+                found[f"{module.__name__}:{node.lineno}"] = (compiled, "match" if how in ANCHORED else "search")
     return found
 
 
@@ -144,13 +149,12 @@ def _blowups(patterns: dict, run_of) -> list[str]:
         took, line = _worst(run, long_lines)
         if took < SLOW_S:
             continue
-        # Slow on the long line: compare with the same line four times shorter, twice (the machine may be busy).
-        for _ in range(2):
-            t_long, _l = _worst(run, [line_ for line_ in long_lines if line_.startswith(line)])
-            t_short, _s = _worst(run, [line_[:SHORT] for line_ in long_lines if line_.startswith(line)])
-            if t_long < SLOW_S or t_long < 8 * t_short:
-                break
-        else:
+        # Slow on the long line: compare with the same line four times shorter, each the fastest of a few runs (a
+        # busy machine only ever adds time).
+        slow = next(x for x in long_lines if x.startswith(line))
+        t_long = min(_worst(run, [slow])[0] for _ in range(2))
+        t_short = min(_worst(run, [slow[:SHORT]])[0] for _ in range(5))
+        if t_long >= SLOW_S and t_long >= 8 * t_short:
             bad.append(f"{name}: {took:.2f} s on {line!r}...")
     return bad
 
@@ -169,16 +173,19 @@ def test_python_regexes_on_long_near_miss_lines_stay_linear():
     assert _blowups(patterns, _python_run) == []
 
 
-def test_signatures_run_with_python_re_stay_linear():
+def test_error_signatures_run_with_python_re_are_bounded():
     from forensics.parsers.blocks import tails
 
-    # A traceback's last line is checked against every error signature with `re` (blocks/tails.py).
-    patterns = {f"signature {s.code}": s.regex for s in signatures.load() if s.severity == "error"}
+    # A traceback's last line is checked against every error signature with `re` (blocks/tails.py), cut to
+    # KNOWN_CHARS first: even a quadratic signature stays cheap there.
     bad = []
-    for name, pattern in patterns.items():
-        took, line = _worst(tails._known, near_misses(pattern, LONG))
-        if took > 20 * SLOW_S:
-            bad.append(f"{name}: {took:.2f} s on {line!r}")
+    for sig in signatures.load():
+        if sig.severity != "error":
+            continue
+        rx = re.compile(sig.regex)
+        took, line = _worst(lambda text, rx=rx: rx.search(text[:tails.KNOWN_CHARS]), near_misses(sig.regex, LONG))
+        if took > 5 * SLOW_S:  # an absolute bound: the cut makes every pattern's worst case small
+            bad.append(f"signature {sig.code}: {took:.2f} s on {line!r}")
     assert bad == []
 
 
@@ -188,8 +195,9 @@ def test_polars_regexes_on_long_near_miss_lines_stay_linear():
     assert _blowups(patterns, lambda p: lambda line: pl.Series([line]).str.contains(p)) == []
 
 
-@pytest.mark.parametrize("pattern, line", [
-    (r"^(.*) \((.*):(\d+)\)$", " (a:1" * 4000),  # the VizTracer function-name form, quadratic in `re`
+@pytest.mark.parametrize("pattern", [
+    r"^(.*) \((.*):(\d+)\)$",  # the VizTracer function-name form (now split without a regex), quadratic in `re`
+    r"\s*\[[^\]]*\]\s*$",  # the nvidia-smi CSV unit suffix (now dropped without a regex)
 ])
-def test_the_check_catches_a_known_blowup(pattern, line):
+def test_the_check_catches_a_known_blowup(pattern):
     assert _blowups({"known": re.compile(pattern)}, _python_run) != []
