@@ -95,9 +95,9 @@ def discover(root: Path) -> tuple[list[Source], list[Skipped]]:
     if root.is_file():
         return [make_source(root, root.name)], []
     real_root = root.resolve()
-    sources: list[Source] = []
     skipped: list[Skipped] = []
-    seen_real: set[str] = set()
+    # (rel, path to read, its stat, whether reached through a symlink), in walk order.
+    found: list[tuple[str, Path, os.stat_result, bool]] = []
 
     def on_error(exc: OSError) -> None:
         rel = display_name(os.path.relpath(exc.filename or str(root), root)) if exc.filename else "."
@@ -110,11 +110,12 @@ def discover(root: Path) -> tuple[list[Source], list[Skipped]]:
             if full.is_symlink():
                 rel = display_name(str(full.relative_to(root)))
                 skipped.append(Skipped(rel, "unrecognized", "symlink to a folder: not followed"))
+        top = dirpath == str(root)
         for name in sorted(filenames):
-            if name in SKIP_TOP_FILES and Path(dirpath) == root:
+            if top and name in SKIP_TOP_FILES:
                 continue
-            full = Path(dirpath) / name
-            rel = display_name(str(full.relative_to(root)))
+            full = Path(dirpath, name)
+            rel = display_name(os.path.relpath(full, root))
             try:
                 lst = os.lstat(full)
                 if stat.S_ISLNK(lst.st_mode):
@@ -131,23 +132,37 @@ def discover(root: Path) -> tuple[list[Source], list[Skipped]]:
                     if not stat.S_ISREG(st.st_mode):
                         skipped.append(Skipped(rel, "unrecognized", "symlink to something that is not a regular file"))
                         continue
-                    if str(target) in seen_real:
-                        skipped.append(Skipped(rel, "unrecognized", "symlink to a file already read under another name"))
-                        continue
-                    path = target
+                    found.append((rel, target, st, True))
+                elif not stat.S_ISREG(lst.st_mode):
+                    # FIFOs, sockets, devices: opening one could block or never end.
+                    skipped.append(Skipped(rel, "unrecognized", "not a regular file"))
                 else:
-                    if not stat.S_ISREG(lst.st_mode):
-                        # FIFOs, sockets, devices: opening one could block or never end.
-                        skipped.append(Skipped(rel, "unrecognized", "not a regular file"))
-                        continue
-                    path = full
-                seen_real.add(str(path.resolve()))
-                if not os.access(path, os.R_OK):
-                    skipped.append(Skipped(rel, "failed", "permission denied", lst.st_size))
-                    continue
-                sources.append(make_source(path, rel))
+                    found.append((rel, full, lst, False))
             except PermissionError:
                 skipped.append(Skipped(rel, "failed", "permission denied"))
             except OSError as exc:
                 skipped.append(Skipped(rel, "failed", f"cannot read: {exc.strerror or exc}"))
+    # One file reached under several names (hard links, symlinks inside the folder) is read once: under its
+    # first name that is not a symlink, else its first name.
+    reader: dict[tuple[int, int], tuple[str, bool]] = {}
+    for rel, _, st, is_link in found:
+        key = (st.st_dev, st.st_ino)
+        if key not in reader or (not is_link and reader[key][1]):
+            reader[key] = (rel, is_link)
+    sources: list[Source] = []
+    for rel, path, st, is_link in found:
+        first, _ = reader[(st.st_dev, st.st_ino)]
+        if first != rel:
+            what = "symlink to a file" if is_link else "hard link to a file"
+            skipped.append(Skipped(rel, "unrecognized", f"{what} already read as {first}", st.st_size))
+            continue
+        if not os.access(path, os.R_OK):
+            skipped.append(Skipped(rel, "failed", "permission denied", st.st_size))
+            continue
+        try:
+            sources.append(make_source(path, rel, st))
+        except PermissionError:
+            skipped.append(Skipped(rel, "failed", "permission denied", st.st_size))
+        except OSError as exc:
+            skipped.append(Skipped(rel, "failed", f"cannot read: {exc.strerror or exc}", st.st_size))
     return sources, skipped

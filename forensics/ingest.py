@@ -200,6 +200,7 @@ def ingest(root: Path, progress=None, found: tuple[list, list] | None = None, me
     run_spool = _Spool(run)
     done: dict[int, tuple[dict, dict, dict[str, pa.Table | Path]]] = {}
     reported = 0
+    _parse_joined(sources, done)
     workers = _worker_count(sources)
     if workers > 1:
         reported = _parse_parallel(sources, workers, run_spool, done, progress, meter)
@@ -241,6 +242,75 @@ def ingest(root: Path, progress=None, found: tuple[list, list] | None = None, me
     return run
 
 
+# A folder holding this many small text logs has them parsed joined, a batch at a time (textlog.parse_many): the
+# extractors' fixed cost (a few hundred polars operations) is then paid per batch, not per file.
+JOIN_MIN_FILES = 256
+JOIN_MAX_BYTES = 32 * 1024  # a log this small or smaller may be joined
+JOIN_BATCH_BYTES = 4 * 1024 * 1024
+
+
+def _joinable(src) -> tuple[bytes, int] | None:
+    """A small plain text log's bytes and year when it can be parsed joined (clean UTF-8, no NUL, no BOM), else None."""
+    from forensics.parsers import textlog
+    from forensics.sources import wide_encoding
+
+    try:
+        with open(src.path, "rb") as fh:
+            data = fh.read(JOIN_MAX_BYTES + 1)
+    except OSError:
+        return None
+    if not data or len(data) > JOIN_MAX_BYTES or b"\x00" in data or wide_encoding(data[:516]):
+        return None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    verdict = sniff_source(src, data)
+    if verdict.parser is None or verdict.parser.parse is not textlog.parse:
+        return None
+    return data, textlog._year_of(src, verdict.sniffed.text)
+
+
+def _parse_joined(sources: list, done: dict) -> None:
+    """Parse the small clean text logs of a folder that has many of them joined, batch by batch, into `done`.
+
+    A batch is a run of consecutive files of one year, so its tables, in file order, go in as one part at the
+    batch's first file and the tables keep the order of a file-by-file parse. Any other file is left for the
+    usual path."""
+    from forensics.parsers import textlog
+
+    small = [i for i, s in enumerate(sources) if s.compression is None and 0 < s.size <= JOIN_MAX_BYTES]
+    if len(small) < JOIN_MIN_FILES:
+        return
+    batch: list[tuple[int, bytes]] = []
+    state = {"year": None, "size": 0}
+
+    def flush() -> None:
+        if batch:
+            tables, rows = textlog.parse_many([(sources[j].rel, d) for j, d in batch], state["year"])
+            parts = {name: t for name, t in tables.items() if t.num_rows}
+            for n, ((j, _), count) in enumerate(zip(batch, rows, strict=True)):
+                src = sources[j]
+                row = _file_row(src.rel, "text_log", src.size, None, "text_log", "parsed", None, count,
+                                textlog.rank_from_path(src.rel))
+                done[j] = (row, {}, parts if n == 0 else {})
+        batch.clear()
+        state["size"] = 0
+
+    for i in small:
+        found = _joinable(sources[i])
+        if found is None or (batch and (i != batch[-1][0] + 1 or found[1] != state["year"])):
+            flush()
+        if found is None:
+            continue
+        batch.append((i, found[0]))
+        state["year"] = found[1]
+        state["size"] += len(found[0])
+        if state["size"] >= JOIN_BATCH_BYTES:
+            flush()
+    flush()
+
+
 def _parse_parallel(sources: list, workers: int, run_spool: _Spool, done: dict, progress, meter: Meter | None) -> int:
     """Parse files in worker processes, largest first; returns how many leading files were reported.
 
@@ -249,7 +319,7 @@ def _parse_parallel(sources: list, workers: int, run_spool: _Spool, done: dict, 
     """
     folder = str(run_spool.get())
     order = sorted(range(len(sources)), key=lambda i: -sources[i].size)
-    tasks = [(i, (i, sources[i], folder)) for i in order]
+    tasks = [(i, (i, sources[i], folder)) for i in order if i not in done]
     reported = 0
     # One polars thread per worker: the workers already use every core.
     pool = Pool(workers, _init_worker, {"POLARS_MAX_THREADS": "1"})

@@ -11,6 +11,7 @@ from forensics.parsers.base import kinds_where
 from forensics.sources import make_source
 
 MAX_QUOTE = 2000
+_PIECE = 1024 * 1024
 # Runs whose files are not plain files under their root (archive members read by `forensics scan`):
 # str(root) -> a function giving the Source of a relative path.
 OPENERS: dict[str, Callable[[str], object]] = {}
@@ -29,9 +30,14 @@ def read_lines(root: Path, rel: str, wanted: set[int]) -> dict[int, str]:
         if src is None:
             return out
         with src.open() as fh:
-            for n, raw in enumerate(fh, 1):
+            n = 0
+            while raw := fh.readline(_PIECE):
+                n += 1
                 if n in wanted:
                     out[n] = raw.decode("utf-8", errors="replace").rstrip("\r\n")[:MAX_QUOTE]
+                # A line without end is skipped piece by piece, never held whole.
+                while not raw.endswith(b"\n") and (raw := fh.readline(_PIECE)):
+                    pass
                 if n >= last:
                     break
     except OSError:

@@ -33,6 +33,19 @@ _STEP = 4 * 1024 * 1024
 _ZLIB = type(zlib.decompressobj())  # zlib exports no name for its decompressor type
 
 
+# A document read whole (a JSON trace) larger than this is read up to it and marked partial; the trace readers
+# then keep the complete events before the cut. Overridable (FORENSICS_MAX_DOCUMENT_MB), read per file.
+DEFAULT_MAX_DOCUMENT_MB = 4096
+
+
+def document_budget() -> int:
+    """Bytes of one document read whole, at most."""
+    try:
+        return max(1, int(float(os.environ.get("FORENSICS_MAX_DOCUMENT_MB", DEFAULT_MAX_DOCUMENT_MB)) * 1024**2))
+    except ValueError:
+        return DEFAULT_MAX_DOCUMENT_MB * 1024**2
+
+
 def decompress_budget(compressed_size: int) -> int:
     """The decompressed bytes a file of this compressed size may yield before it is cut and marked partial."""
     return min(DEFAULT_MAX_DECOMPRESSED, max(DECOMPRESS_FLOOR, DECOMPRESS_RATIO * compressed_size))
@@ -65,22 +78,28 @@ def _decompressor(kind: str):
     raise InputError(f"unsupported compression {kind}")
 
 
-class _Decompressing(io.RawIOBase):
-    """Incremental decompression that keeps every byte decoded before a truncation or corruption.
+def _before_damage(dec, data: bytes) -> bytes:
+    """What a zlib decompressor yields from `data` up to the point where it fails (at most one step's worth)."""
+    out: list[bytes] = []
+    got = 0
+    for i in range(0, len(data), 64):
+        try:
+            piece = dec.decompress(data[i:i + 64])
+        except zlib.error:
+            break
+        out.append(piece)
+        got += len(piece)
+        if got >= _STEP:
+            break
+    return b"".join(out)
 
-    Library file objects (gzip.GzipFile, ...) raise at a truncated end and drop the
-    partly decoded block; feeding the decompressor ourselves loses nothing.
-    """
 
-    def __init__(self, raw: BinaryIO, owner: Source) -> None:
+class _Filter(io.RawIOBase):
+    """A read-only stream made from another one (decompressed, recoded); closing it closes the source."""
+
+    def __init__(self, raw: BinaryIO) -> None:
         self._raw = raw
-        self._owner = owner
-        self._dec = _decompressor(owner.compression or "")
-        self._budget = min(owner.max_decompressed, decompress_budget(owner.size))
-        self._left = self._budget
-        self._buf = b""
-        self._pending = b""  # compressed input the decompressor has not consumed yet
-        self._more = False  # bz2/xz: output buffered inside the decompressor
+        self._buf = b""  # produced, not handed out yet
         self._done = False
 
     def readable(self) -> bool:
@@ -89,6 +108,23 @@ class _Decompressing(io.RawIOBase):
     def close(self) -> None:
         self._raw.close()
         super().close()
+
+
+class _Decompressing(_Filter):
+    """Incremental decompression that keeps every byte decoded before a truncation or corruption.
+
+    Library file objects (gzip.GzipFile, ...) raise at a truncated end and drop the
+    partly decoded block; feeding the decompressor ourselves loses nothing.
+    """
+
+    def __init__(self, raw: BinaryIO, owner: Source) -> None:
+        super().__init__(raw)
+        self._owner = owner
+        self._dec = _decompressor(owner.compression or "")
+        self._budget = min(owner.max_decompressed, decompress_budget(owner.size))
+        self._left = self._budget
+        self._pending = b""  # compressed input the decompressor has not consumed yet
+        self._more = False  # bz2/xz: output buffered inside the decompressor
 
     def _step(self, data: bytes) -> bytes:
         """Decompress at most _STEP bytes; input not consumed yet stays in `_pending`."""
@@ -124,6 +160,9 @@ class _Decompressing(io.RawIOBase):
                         self._owner.problems.append(f"truncated {self._owner.compression} stream: its end is missing")
                     self._done = True
                     return
+            # zlib's state before this step: a bad CRC or corrupt deflate data fails the whole step, so the
+            # step is replayed in small pieces from here to keep what decodes before the damage.
+            saved = self._dec.copy() if isinstance(self._dec, _ZLIB) else None
             try:
                 self._more = False
                 out = self._step(block)
@@ -136,6 +175,8 @@ class _Decompressing(io.RawIOBase):
                 self._owner.truncated = True
                 self._owner.problems.append(f"corrupt {self._owner.compression} stream: {exc}")
                 self._done = True
+                if saved is not None:
+                    self._buf = _before_damage(saved, block)
                 return
             except Exception as exc:  # noqa: BLE001 - zstandard raises its own error type
                 self._owner.truncated = True
@@ -161,6 +202,42 @@ class _Decompressing(io.RawIOBase):
         return n
 
 
+# Byte-order marks of the wide Unicode encodings (UTF-32 first: its little-endian mark starts like UTF-16's).
+BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+
+def wide_encoding(head: bytes) -> str | None:
+    """UTF-16/32 named by a byte-order mark at the start (PowerShell's `>` writes UTF-16 logs), else None.
+
+    The text after the mark must look wide too: a log's mostly-ASCII characters leave NUL bytes in at least
+    an eighth of it (half in UTF-16, three quarters in UTF-32); bytes FF FE before plain text are just bad UTF-8."""
+    for bom, name in BOMS:
+        if head.startswith(bom):
+            body = head[len(bom):len(bom) + 512]
+            return name if body and body.count(0) * 8 >= len(body) else None
+    return None
+
+
+class _Recoding(_Filter):
+    """A UTF-16/32 stream (with its BOM) read as UTF-8, block by block: every reader downstream sees UTF-8."""
+
+    def __init__(self, raw: BinaryIO, encoding: str) -> None:
+        import codecs
+
+        super().__init__(raw)
+        self._dec = codecs.getincrementaldecoder(encoding)("replace")
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        while not self._buf and not self._done:
+            block = self._raw.read(256 * 1024)
+            self._done = not block
+            self._buf = self._dec.decode(block, final=self._done).encode("utf-8", "surrogatepass")
+        n = min(len(b), len(self._buf))
+        memoryview(b)[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n
+
+
 @dataclass
 class Source:
     """One regular file of the run folder, opened read-only and decompressed on the fly."""
@@ -172,6 +249,7 @@ class Source:
     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
     problems: list[str] = field(default_factory=list)
     truncated: bool = False
+    recoded: bool = False  # read from UTF-16/32 as UTF-8: its size is no longer the file's
 
     @property
     def name(self) -> str:
@@ -188,38 +266,54 @@ class Source:
         self.problems.clear()
         self.truncated = False
         raw = open(self.path, "rb", buffering=1024 * 1024)  # noqa: SIM115 - caller closes
-        if self.compression is None:
-            return raw
-        return io.BufferedReader(_Decompressing(raw, self), 1024 * 1024)
+        fh = raw if self.compression is None else io.BufferedReader(_Decompressing(raw, self), 1024 * 1024)
+        wide = wide_encoding(fh.peek(516)[:516])
+        if wide is None:
+            return fh
+        self.recoded = True
+        return io.BufferedReader(_Recoding(fh, wide), 1024 * 1024)
 
     def head(self, n: int = 65536) -> bytes:
         """The first `n` decompressed bytes."""
         with self.open() as fh:
             return fh.read(n)
 
+    def _cut_at_budget(self, fh: BinaryIO, budget: int) -> None:
+        """Mark the content cut when more than `budget` bytes remain unread after it."""
+        if fh.read(1):
+            self.truncated = True
+            self.problems.append(f"document larger than the {budget // 1024**2} MiB budget (FORENSICS_MAX_DOCUMENT_MB): "
+                                 "read up to it")
+
     def read_all(self) -> bytes:
-        """The whole decompressed content (for formats that need it: JSON documents)."""
+        """The whole decompressed content (for formats that need it: JSON documents), up to the document budget."""
+        budget = document_budget()
         with self.open() as fh:
-            return fh.read()
+            data = fh.read(budget)
+            self._cut_at_budget(fh, budget)
+            return data
 
     def read_all_mutable(self) -> bytearray:
-        """The whole decompressed content as a private bytearray (the file itself is untouched).
+        """The whole decompressed content as a private bytearray (the file itself is untouched), up to the
+        document budget.
 
         For readers that decode in place; a plain file is read straight into a buffer of its
         size, a compressed one grows block by block (no second full-size copy)."""
+        budget = document_budget()
         with self.open() as fh:
-            if self.compression is None:
-                buf = bytearray(self.size)
+            if self.compression is None and not self.recoded:
+                buf = bytearray(min(self.size, budget))
                 got = fh.readinto(buf)
-                if got < self.size:  # the file shrank while being read
+                if got < len(buf):  # the file shrank while being read
                     del buf[got:]
-                extra = fh.read()
+                extra = fh.read(budget - len(buf))
                 if extra:  # ... or grew
                     buf += extra
-                return buf
-            buf = bytearray()
-            while block := fh.read(32 * 1024 * 1024):
-                buf += block
+            else:
+                buf = bytearray()
+                while len(buf) < budget and (block := fh.read(min(32 * 1024 * 1024, budget - len(buf)))):
+                    buf += block
+            self._cut_at_budget(fh, budget)
             return buf
 
     def chunks(self, size: int = 32 * 1024 * 1024) -> Iterator[bytes]:
@@ -232,9 +326,10 @@ class Source:
                 yield block
 
 
-def make_source(path: Path, rel: str) -> Source:
-    """A Source for a regular file, with its compression sniffed from the magic bytes."""
-    st = os.stat(path)
+def make_source(path: Path, rel: str, st: os.stat_result | None = None) -> Source:
+    """A Source for a regular file (`st`: its stat when the caller has it), with its compression sniffed from
+    the magic bytes."""
+    st = st if st is not None else os.stat(path)
     with open(path, "rb") as fh:
         magic = fh.read(8)
     return Source(path=path, rel=rel, size=st.st_size, compression=compression_of(magic))

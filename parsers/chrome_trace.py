@@ -102,6 +102,8 @@ _SPLIT = re.compile(rb"\}\s*,\s*\{")
 _EVENT_END = re.compile(rb"\}(?=\s*(?:,|\]|$))")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BYTE_POS = re.compile(r"byte (\d+)")
+_DROPPED = "dropped"
+_BAD_TS = "the ts"
 # Old Kineto wrote bare N/A values (the TensorBoard plugin quoted them before json.loads).
 _BARE_NA = re.compile(rb"(:\s*)N/A(\s*[,}\]])")
 
@@ -181,7 +183,7 @@ def _floats(values: list) -> pa.Array:
         for v in values:
             try:
                 out.append(None if v is None or isinstance(v, bool) else float(v))
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # a 400-digit `ts` is no time: left empty
                 out.append(None)
         return pa.array(out, type=pa.float64())
 
@@ -254,10 +256,19 @@ class _Reader:
         self.complete = True
         self.problems: list[str] = []
         self.end: int | None = None  # index of the closing ']' once found
+        self.dropped = 0  # events that could not be decoded on their own
+        self.bad_ts = 0  # events whose ts could not be read as a number
 
     def _emit(self, events: list) -> None:
         if events:
             cols, raws = _columns(events, self.count, self.keep_args)
+            if cols["ts"].null_count:
+                # A time that is no number (a 400-digit `ts`, a list): the event is kept without it, and counted.
+                unread = sum(1 for e in events if e.ts is not None) - (len(events) - cols["ts"].null_count)
+                if unread:
+                    self.bad_ts += unread
+                    self.problems[:] = [p for p in self.problems if not p.startswith(_BAD_TS)]
+                    self.problems.append(f"{_BAD_TS} of {self.bad_ts} event(s) is not a number in range: left empty")
             self.parts.append(self.transform(cols, raws) if self.transform else cols)
             self.count += len(events)
 
@@ -299,8 +310,35 @@ class _Reader:
     def _try(self, lo: int, hi: int, closed: bool) -> list | None:
         try:
             return self._decode_span(lo, hi, closed)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             return None
+
+    def _by_event(self, lo: int, hi: int) -> None:
+        """Decode buf[lo:hi] (whole events) event by event: one that cannot be decoded (nested deeper than the
+        decoder goes) is dropped and counted, not the window around it. A split inside a nested value is
+        mended by joining a few following pieces."""
+        buf = self.buf
+        cuts = [(m.start() + 1, m.end() - 1) for m in _SPLIT.finditer(buf, lo, hi)]
+        starts = [lo] + [b for _, b in cuts]
+        ends = [a for a, _ in cuts] + [hi]
+        good: list = []
+        i = 0
+        while i < len(starts):
+            for j in range(i, min(i + 8, len(starts))):
+                try:
+                    good.extend(self.schema.decode(b"[" + buf[starts[i]:ends[j]] + b"]"))
+                except (msgspec.DecodeError, RecursionError):
+                    continue
+                i = j + 1
+                break
+            else:
+                self.dropped += 1
+                i += 1
+        self._emit(good)
+        if self.dropped:
+            self.complete = False
+            self.problems[:] = [p for p in self.problems if not p.startswith(_DROPPED)]
+            self.problems.append(f"{_DROPPED} {self.dropped} event(s) that could not be decoded (nested too deep)")
 
     def _extend(self, lo: int, split: re.Match | None) -> int | None:
         """Decode from lo to one of the next few boundaries; the resume offset, or None."""
@@ -329,6 +367,16 @@ class _Reader:
             hi = split.start() + 1 if split else n
             try:
                 events = self._decode_span(lo, hi, split is not None)
+            except RecursionError:
+                # One event nested past the decoder's depth: the others of the window are read one by one.
+                if split is None:
+                    close = buf.rfind(b"]", lo, n)
+                    self._by_event(lo, close if close > lo else n)
+                    self.end = close if close > lo else None
+                    return
+                self._by_event(lo, hi)
+                lo = split.end() - 1
+                continue
             except msgspec.DecodeError as exc:
                 msg = str(exc)
                 pos = _BYTE_POS.search(msg)

@@ -7,6 +7,7 @@ Work is per chunk, never per line: decode, split and clean are vectorised.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -22,6 +23,19 @@ CHUNK_BYTES = 8 * 1024 * 1024
 ANSI_RE = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07"
 # A line longer than this is cut before matching; a multi-MB line is data, not a message.
 MAX_LINE_CHARS = 64 * 1024
+# A physical line longer than this many bytes is cut there and the rest of it skipped unread (the file is then
+# `partial`): a log without newlines must not be held whole. Overridable (FORENSICS_MAX_LINE_MB), read per file.
+DEFAULT_MAX_LINE_MB = 64
+
+
+def max_line_bytes() -> int:
+    """The per-line byte budget in force."""
+    try:
+        return max(1, int(float(os.environ.get("FORENSICS_MAX_LINE_MB", DEFAULT_MAX_LINE_MB)) * 1024 * 1024))
+    except ValueError:
+        return DEFAULT_MAX_LINE_MB * 1024 * 1024
+
+
 # Lines that open a multi-line block; a block that starts near a chunk's end is moved to the next chunk.
 BLOCK_START = r"Traceback \(most recent call last\)|ChildFailedError|Exception raised from|NVIDIA-SMI \d|Root Cause(?: \(first observed failure\))?:"
 BLOCK_LOOKAHEAD = 4000
@@ -54,6 +68,7 @@ class ReadStats:
     invalid_utf8: int = 0
     nul_bytes: int = 0
     long_lines: int = 0
+    over_budget: int = 0  # lines longer than the per-line byte budget, cut there
     lines: int = 0
     notes: list[str] = field(default_factory=list)
 
@@ -66,6 +81,9 @@ class ReadStats:
             out.append(f"{self.nul_bytes} NUL bytes removed")
         if self.long_lines:
             out.append(f"{self.long_lines} line(s) longer than {MAX_LINE_CHARS} characters cut for matching")
+        if self.over_budget:
+            out.append(f"{self.over_budget} line(s) longer than the per-line budget "
+                       f"({max_line_bytes() / 1024**2:g} MiB, FORENSICS_MAX_LINE_MB): the rest of each was not read")
         return out + self.notes
 
 
@@ -120,10 +138,13 @@ def _frame(block: bytes, first_line: int, stats: ReadStats) -> tuple[pl.DataFram
         df = df.with_columns(pl.when(add).then(pre + pl.col("text")).otherwise(pl.col("text")).alias("text"))
     else:
         df = df.with_columns(pl.lit(0, pl.Int32).alias("seg"))
-    long = df.get_column("text").str.len_bytes() > MAX_LINE_CHARS
+    lengths = df.get_column("text").str.len_bytes()
+    long = lengths > MAX_LINE_CHARS
     n_long = int(long.sum())
     if n_long:
         stats.long_lines += n_long
+        # A line within one chunk but over the byte budget counts as cut too (the same whatever the chunk size).
+        stats.over_budget += int((lengths > max_line_bytes()).sum())
         df = df.with_columns(pl.col("text").str.slice(0, MAX_LINE_CHARS))
     return df.with_columns(pl.col("text").str.strip_chars_end()).select("line", "seg", "text"), n_lines
 
@@ -140,13 +161,23 @@ def iter_frames(src: Source, chunk_bytes: int | None = None, stats: ReadStats | 
     pending = b""
     next_line = 1
     held: pl.DataFrame | None = None
+    budget = max_line_bytes()
+    skipping = False  # inside a line already cut at the budget: its bytes are dropped up to its newline
     for block in src.chunks(chunk_bytes):
         # A short read is the end of the stream: nothing follows to hold a block back for.
         last = len(block) < chunk_bytes
+        if skipping:
+            nl = block.find(b"\n")
+            if nl < 0:
+                continue
+            block, skipping = block[nl:], False
         data = pending + block if pending else block
         cut = data.rfind(b"\n")
         if cut < 0:
             pending = data
+            if len(pending) > budget:
+                pending, skipping = pending[:budget], True
+                stats.over_budget += 1
             continue
         pending = data[cut + 1 :]
         df, n_lines = _frame(data[:cut], next_line, stats)

@@ -120,9 +120,18 @@ SKIP_MARKERS = {"gpu_utilization", "max_memory_usage", "time", "retired_pages.ad
 UNIT_SUFFIX = re.compile(r"_(?:percent|pct|c|w|mib|mb|mhz)$")
 
 
+def _drop_unit(key: str) -> str:
+    """`name [unit]` -> `name`: what `re.sub(r"\\s*\\[[^\\]]*\\]\\s*$", "", key)` does to a stripped key, in linear time
+    (the regex rescans the rest of the cell from every `[` of one that never closes)."""
+    if not key.endswith("]"):
+        return key
+    cut = key.find("[", key.rfind("]", 0, len(key) - 1) + 1)
+    return key[:cut] if cut >= 0 else key
+
+
 def canon(raw: str) -> str:
     """Canonical query field name of one header cell (`clocks.gr [MHz]` -> `clocks.current.graphics`)."""
-    key = re.sub(r"\s*\[[^\]]*\]\s*$", "", raw.strip()).strip().lower()
+    key = _drop_unit(raw.strip()).strip().lower()
     for prefix in REASON_PREFIXES:
         if key.startswith(prefix):
             return "clocks_event_reasons." + key[len(prefix):]

@@ -7,11 +7,13 @@ DTD v13, driver 590): `clocks_event_reasons` / older `clocks_throttle_reasons`,
 `<nvidia_smi_log>` element is one sample.
 
 Hardening: the XML prolog is never given to the parser. Only the `<nvidia_smi_log>…</…>`
-element text is parsed, with the standard library's expat-based ElementTree, so an external
-DTD (`<!DOCTYPE … SYSTEM "nvsmi_device_v12.dtd">`, which every real file has) is never fetched
-and no DTD can declare entities. A file whose text declares entities or an internal DTD
-subset (`<!ENTITY`, `<!DOCTYPE x [`) is refused outright: nvidia-smi never writes one, and
-entity expansion is the classic XML bomb. Undefined entity references then fail to parse.
+element text is parsed, with defusedxml's expat parser (DTDs, entity declarations and external
+entities refused), so an external DTD (`<!DOCTYPE … SYSTEM "nvsmi_device_v12.dtd">`, which every
+real file has) is never fetched and no DTD can declare entities. A file whose text declares entities
+or an internal DTD subset (`<!ENTITY`, `<!DOCTYPE x [`) is refused outright: nvidia-smi never writes
+one, and entity expansion is the classic XML bomb. Undefined entity references then fail to parse.
+Budgets: a document is found in linear time, may not grow past MAX_DOC_CHARS without closing, and
+a long one may not nest deeper than MAX_DEPTH.
 """
 
 from __future__ import annotations
@@ -21,12 +23,20 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 
+import defusedxml
+import defusedxml.ElementTree as SafeET
 import polars as pl
 from forensics.parsers import nvsmi_fields as F
 from forensics.parsers.base import Parser, ParseResult, Sniffed
 from forensics.parsers.nvsmi_csv import sink_result
 
-DOC_RE = re.compile(r"<nvidia_smi_log\b.*?</nvidia_smi_log\s*>", re.S)
+OPEN = "<nvidia_smi_log"
+CLOSE_RE = re.compile(r"</nvidia_smi_log\s*>")
+# One document is one sample (~10-200 KB with 8 GPUs and their processes): far larger is not nvidia-smi.
+MAX_DOC_CHARS = 64 * 1024 * 1024
+MAX_DEPTH = 64
+DEPTH_CHECK_CHARS = 1024 * 1024
+TAG_RE = re.compile(r"<(/?)[A-Za-z_][^<>]*?(/?)>")
 UNSAFE_RE = re.compile(r"<!ENTITY|<!DOCTYPE[^>\[]*\[", re.I)
 
 
@@ -124,7 +134,8 @@ def _lines_of(doc: str, tag: str, first_line: int) -> list[int]:
 
 def _doc_rows(doc: str, first_line: int, seq: int) -> tuple[list[dict], list[dict]]:
     """Rows of one `<nvidia_smi_log>` document."""
-    root = ET.fromstring(doc)
+    _check_depth(doc)
+    root = SafeET.fromstring(doc, forbid_dtd=True)
     ts = _t(root, "timestamp")
     gpu_lines = _lines_of(doc, "gpu", first_line)
     proc_lines = iter(_lines_of(doc, "process_info", first_line))
@@ -196,24 +207,62 @@ def _proc_frame(rows: list[dict]) -> pl.DataFrame:
     )
 
 
-def documents(chunks: Iterator[str], leftover: list[str] | None = None) -> Iterator[tuple[str, int]]:
+def _doc_end(buf: str, start: int) -> int | None:
+    """End of the document opening at `start` (its first closing tag), or None."""
+    m = CLOSE_RE.search(buf, start)
+    return m.end() if m else None
+
+
+def _doc_start(buf: str, pos: int) -> int:
+    """The next `<nvidia_smi_log` opening (a whole tag name) at or after `pos`, or -1."""
+    s = buf.find(OPEN, pos)
+    while s >= 0 and s + len(OPEN) < len(buf) and (buf[s + len(OPEN)].isalnum() or buf[s + len(OPEN)] == "_"):
+        s = buf.find(OPEN, s + 1)
+    return s
+
+
+def documents(chunks: Iterator[str], leftover: list[str] | None = None,
+              problems: list[str] | None = None) -> Iterator[tuple[str, int]]:
     """Complete `<nvidia_smi_log>` documents with their first line, from text chunks.
 
-    Text after the last complete document is appended to `leftover` (a cut-off sample).
+    Text after the last complete document is appended to `leftover` (a cut-off sample). Each byte is searched
+    a bounded number of times (thousands of openings that never close must not make it quadratic), and a
+    document that grows past MAX_DOC_CHARS without closing ends the reading (noted in `problems`).
     """
     buf, line0 = "", 1
     for chunk in chunks:
+        checked = max(0, len(buf) - 256)  # an unsafe declaration may straddle the chunk boundary
         buf += chunk
-        if UNSAFE_RE.search(buf):
+        if UNSAFE_RE.search(buf, checked):
             raise UnsafeXML("XML declares entities or an internal DTD subset; refused (nvidia-smi never writes one)")
         end = 0
-        for m in DOC_RE.finditer(buf):
-            yield m.group(0), line0 + buf.count("\n", 0, m.start())
-            end = m.end()
-        line0 += buf.count("\n", 0, end)
-        buf = buf[end:]
+        while (start := _doc_start(buf, end)) >= 0:
+            stop = _doc_end(buf, start)
+            if stop is None:
+                break
+            yield buf[start:stop], line0 + buf.count("\n", 0, start)
+            line0 += buf.count("\n", 0, stop)
+            buf, end = buf[stop:], 0
+        if start >= 0 and len(buf) - start > MAX_DOC_CHARS:
+            if problems is not None:
+                problems.append(f"an XML document longer than {MAX_DOC_CHARS // 1024**2} M characters without its "
+                                "closing tag: the rest of the file was not read")
+            return
     if leftover is not None and buf.strip():
         leftover.append(buf)
+
+
+def _check_depth(doc: str) -> None:
+    """Refuse a long document nested deeper than MAX_DEPTH (nvidia-smi's are ~6 deep); short ones cannot be deep."""
+    if len(doc) < DEPTH_CHECK_CHARS:
+        return
+    depth = 0
+    for m in TAG_RE.finditer(doc):
+        if m.group(2):  # <x/>
+            continue
+        depth += -1 if m.group(1) else 1
+        if depth > MAX_DEPTH:
+            raise UnsafeXML(f"XML nested deeper than {MAX_DEPTH} levels; refused (nvidia-smi's is about 6)")
 
 
 def parse_text(text: str, first_line: int = 1, seq0: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -251,15 +300,18 @@ def parse(src, sn: Sniffed) -> ParseResult:
     chunks = (dec.decode(b) for b in src.chunks(8 * 1024 * 1024))
     rest: list[str] = []
     sink = F.TelemetrySink(src.rel)
+    problems: list[str] = []
     try:
-        for gpu, procs in _batches(documents(chunks, rest)):
+        for gpu, procs in _batches(documents(chunks, rest, problems)):
             sink.add(gpu, procs)
     except UnsafeXML as exc:
         return ParseResult(status="failed", error=str(exc))
+    except defusedxml.DefusedXmlException as exc:
+        return ParseResult(status="failed", error=f"XML refused: {exc}")
     except ET.ParseError as exc:
         return ParseResult(status="failed", error=f"malformed nvidia-smi XML: {exc}")
-    cut = bool(rest) and "<nvidia_smi_log" in rest[0]
-    res = sink_result(src, sink, ["the last XML document is incomplete (cut off)"] if cut else [])
+    cut = bool(rest) and "<nvidia_smi_log" in rest[0] or bool(problems)
+    res = sink_result(src, sink, problems or (["the last XML document is incomplete (cut off)"] if cut else []))
     if cut and res.status == "parsed":
         res.status = "partial"
     return res

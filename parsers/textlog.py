@@ -14,6 +14,7 @@ import re
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 from forensics.parsers import (
     blocks,
     followups,
@@ -71,16 +72,19 @@ def carry_steps(rows: pl.DataFrame, anchors: pl.DataFrame) -> pl.DataFrame:
     need = step.is_null()
     if not need.any():
         return rows
+    # Logs parsed joined (parse_many) carry their file's index in `_f`: a step never crosses from one file to the next.
+    fkey = ["_f"] if "_f" in rows.columns and "_f" in anchors.columns else []
     anchors = (
-        anchors.select(pl.col("line"), pl.col("rank").fill_null(-1).alias("_r"), pl.col("step").alias("_s"))
-        .unique(subset=["line", "_r"], keep="last")
+        anchors.select(pl.col("line"), *fkey, pl.col("rank").fill_null(-1).alias("_r"), pl.col("step").alias("_s"))
+        .unique(subset=["line", *fkey, "_r"], keep="last")
         .sort("line")
     )
     # Only rows without a step are looked up (a row's lookup depends on nothing but its line and rank).
     pos = need.arg_true()
-    sub = rows.select(pl.col("line"), pl.col("rank").fill_null(-1).alias("_r")).gather(pos).with_row_index("_i").sort("line")
-    same = sub.join_asof(anchors, on="line", by="_r", strategy="backward", check_sortedness=False)
-    anyr = sub.select("_i", "line").join_asof(anchors.drop("_r").rename({"_s": "_a"}), on="line", strategy="backward")
+    sub = rows.select(pl.col("line"), *fkey, pl.col("rank").fill_null(-1).alias("_r")).gather(pos).with_row_index("_i").sort("line")
+    same = sub.join_asof(anchors, on="line", by=["_r", *fkey], strategy="backward", check_sortedness=False)
+    anyr = sub.select("_i", "line", *fkey).join_asof(anchors.drop("_r").rename({"_s": "_a"}), on="line", by=fkey or None,
+                                                     strategy="backward", check_sortedness=False)
     found = (
         same.select("_i", "_s").join(anyr.select("_i", "_a"), on="_i").sort("_i")
         .select(pl.coalesce("_s", "_a").cast(step.dtype)).to_series()
@@ -102,9 +106,13 @@ class _Output:
     and written to compact Arrow sinks that spill to disk; later rows wait for the next frame.
     """
 
-    def __init__(self, rel: str, file_rank: int | None) -> None:
+    def __init__(self, rel: str, file_rank: int | None, starts: np.ndarray | None = None,
+                 ranks: list[int | None] | None = None) -> None:
         self.rel = rel
         self.file_rank = file_rank
+        # Joined logs (parse_many): the first line of each file in the stream, and each file's rank.
+        self.starts = starts
+        self.ranks = pl.Series("rank", ranks or [], dtype=pl.Int32)
         self.metrics_in: list[pl.DataFrame] = []
         self.events_in: list[pl.DataFrame] = []
         self.back: pl.DataFrame | None = None  # raw metric rows of the lines just before `done`
@@ -119,7 +127,17 @@ class _Output:
         file = pa.DictionaryArray.from_arrays(pa.array(np.zeros(table.num_rows, dtype=np.int32)), pa.array([self.rel], pa.string()))
         return table.append_column("file", file)
 
+    def _segment(self, df: pl.DataFrame) -> pl.DataFrame:
+        """The rows with `_f`, the index of the joined file each comes from (unchanged for a single file)."""
+        if self.starts is None:
+            return df
+        seg = np.searchsorted(self.starts, df.get_column("line").to_numpy(), side="right") - 1
+        return df.with_columns(pl.Series("_f", seg, dtype=pl.Int32))
+
     def _rank(self, df: pl.DataFrame) -> pl.DataFrame:
+        if self.starts is not None and df.height:
+            own = self.ranks.gather(self._segment(df).get_column("_f"))
+            return df.with_columns(pl.col("rank").fill_null(own))
         return df.with_columns(pl.col("rank").fill_null(self.file_rank)) if self.file_rank is not None else df
 
     def add(self, metrics: pl.DataFrame, events: list[pl.DataFrame], last_line: int) -> None:
@@ -143,17 +161,18 @@ class _Output:
             self.metrics_in = [raw.filter(~upto)] if cut is not None else []
             if cut is not None:
                 self.back = context.filter(upto & (pl.col("line") > cut - FINALIZE_CONTEXT_LINES))
-            new = ready.filter(pl.col("step").is_not_null()).select("line", "rank", "step")
+            new = self._segment(ready.filter(pl.col("step").is_not_null()).select("line", "rank", "step"))
             # One anchor per line and rank is enough (the last, as carry_steps keeps): a metric line
             # gives a dozen rows, and the rows come in line order.
             last_of_run = pl.col("line").ne_missing(pl.col("line").shift(-1)) | pl.col("rank").ne_missing(pl.col("rank").shift(-1))
             new = new.filter(last_of_run)
             if new.height:
                 anchors = new if anchors is None else pl.concat([anchors, new], how="vertical_relaxed")
+                by = ["_f"] if self.starts is not None else []
                 self.anchors = anchors.sort("line", maintain_order=True).group_by(
-                    pl.col("rank").fill_null(-1).alias("_r"), maintain_order=True).last().drop("_r")
+                    *by, pl.col("rank").fill_null(-1).alias("_r"), maintain_order=True).last().drop("_r")
             if ready.height:
-                ready = carry_steps(ready, anchors) if anchors is not None else ready
+                ready = carry_steps(self._segment(ready), anchors).drop("_f", strict=False) if anchors is not None else ready
                 self.metrics.add(conform("metrics", self._with_file(ready)))
         if self.events_in:
             evs = pl.concat(self.events_in, how="vertical_relaxed")
@@ -161,7 +180,7 @@ class _Output:
             # Events of one line in a fixed order (the extractors' own order of equal lines varies).
             ready_ev = evs.filter(upto).sort("line", "code", maintain_order=True)
             if ready_ev.height:
-                ready_ev = carry_steps(ready_ev, anchors) if anchors is not None else ready_ev
+                ready_ev = carry_steps(self._segment(ready_ev), anchors).drop("_f", strict=False) if anchors is not None else ready_ev
                 self.events.add(conform("events", self._with_file(ready_ev)))
         if cut is not None:
             self.done = cut
@@ -175,13 +194,10 @@ def _column_rows(cols: pl.DataFrame) -> pl.DataFrame:
     ).cast(metric_lines.SCHEMA)
 
 
-def parse(src, sn: Sniffed) -> ParseResult:
-    """Parse one text log into events and metrics."""
+def _read(src, year: int, out: _Output) -> tuple[ReadStats, dict]:
+    """Every frame of the stream through the extractors into `out`; the read's anomalies and the extractors' state."""
     stats = ReadStats()
-    year = _year_of(src, sn.text if sn is not None else "")
     state: dict = {}  # extractor state carried across chunks (e.g. last step per rank)
-    file_rank = rank_from_path(src.rel)
-    out = _Output(src.rel, file_rank)
     for frame in iter_frames(src, stats=stats):
         profile_table.from_log(frame, state)  # prof.key_averages().table() printouts -> counters
         # Column tables (a header row, then bare numbers): their rows hold no needle, so the whole frame is read.
@@ -202,6 +218,15 @@ def parse(src, sn: Sniffed) -> ParseResult:
         nvsmi_table.from_log(frame, cand, state)  # nvidia-smi tables pasted in the log -> gpu, gpu_procs
         out.add(m, [ev, bl], int(frame.get_column("line").max()))
     out.close()
+    return stats, state
+
+
+def parse(src, sn: Sniffed) -> ParseResult:
+    """Parse one text log into events and metrics."""
+    year = _year_of(src, sn.text if sn is not None else "")
+    file_rank = rank_from_path(src.rel)
+    out = _Output(src.rel, file_rank)
+    stats, state = _read(src, year, out)
     result = ParseResult(rank=file_rank)
     result.tables["metrics"] = out.metrics.table()
     result.tables["events"] = out.events.table()
@@ -209,16 +234,88 @@ def parse(src, sn: Sniffed) -> ParseResult:
     result.tables.update(profile_table.log_tables(state, src.rel, file_rank))
     problems = stats.problems() + list(src.problems)
     if problems:
-        result.status = "partial" if (src.truncated or stats.invalid_utf8 or stats.nul_bytes) else "parsed"
+        result.status = "partial" if (src.truncated or stats.invalid_utf8 or stats.nul_bytes or stats.over_budget) else "parsed"
         result.error = "; ".join(problems)
     return result
 
 
+# Blank lines put between two logs parsed joined: more than any extractor reads across lines (FINALIZE_CONTEXT_LINES,
+# the follow-up and block readers), so no row of one file is decided by lines of another.
+JOIN_GAP_LINES = 200
+
+
+class _Joined:
+    """Several small logs as one stream, read like a Source (bytes already in memory)."""
+
+    rel = ""
+    truncated = False
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.problems: list[str] = []
+
+    def chunks(self, size: int = 32 * 1024 * 1024):
+        for at in range(0, len(self.data), size):
+            yield self.data[at:at + size]
+
+
+def parse_many(logs: list[tuple[str, bytes]], year: int) -> tuple[dict[str, pa.Table], list[int]]:
+    """Parse many small, clean logs (valid UTF-8, no NUL) of one year as one stream: a folder of 20,000 tiny logs
+    pays the extractors' fixed cost once per batch, not once per file. Returns the tables, their rows in the order
+    of `logs`, each with its own file name, line numbers and path rank (as `parse` gives them file by file), and
+    each file's number of rows. Steps and ranks never cross files (`_f`), and the blank lines between files keep
+    every look at neighbouring lines inside one file."""
+    starts, parts, line = [], [], 1
+    gap = b"\n" * JOIN_GAP_LINES
+    for _, data in logs:
+        starts.append(line)
+        whole = data if data.endswith(b"\n") else data + b"\n"
+        parts += [whole, gap]
+        line += whole.count(b"\n") + JOIN_GAP_LINES
+    ranks = [rank_from_path(rel) for rel, _ in logs]
+    first = np.asarray(starts, dtype=np.int64)
+    out = _Output("", None, first, ranks)
+    _, state = _read(_Joined(b"".join(parts)), year, out)
+    tables = {"metrics": out.metrics.table(), "events": out.events.table(), **nvsmi_table.log_tables(state, ""),
+              **profile_table.log_tables(state, "", None)}
+    rows = np.zeros(len(logs), dtype=np.int64)
+    rels = pa.array([rel for rel, _ in logs], pa.string())
+    for name, table in tables.items():
+        tables[name], counts = _to_files(table, first, rels, ranks)
+        rows += counts
+    return tables, rows.tolist()
+
+
+def _to_files(table: pa.Table, first: np.ndarray, rels: pa.Array, ranks: list[int | None]) -> tuple[pa.Table, np.ndarray]:
+    """A table of joined logs in file order, each row with its file's name, own line number and rank; and the
+    number of rows of each file."""
+    if table.num_rows == 0:
+        return table, np.zeros(len(first), dtype=np.int64)
+    seg = np.searchsorted(first, table.column("line").to_numpy(), side="right") - 1
+    order = np.argsort(seg, kind="stable")
+    table, seg = table.take(pa.array(order)), seg[order]
+    shift = pa.array(first[seg] - 1)
+
+    def put(name: str, column) -> None:
+        nonlocal table
+        table = table.set_column(table.schema.get_field_index(name), name, column)
+
+    put("line", pc.subtract(table.column("line"), shift))
+    if "end_line" in table.column_names:
+        put("end_line", pc.subtract(table.column("end_line"), shift))
+    if "rank" in table.column_names:
+        put("rank", pc.coalesce(table.column("rank"), pa.array(np.asarray(ranks, dtype=object)[seg], pa.int32())))
+    put("file", pa.DictionaryArray.from_arrays(pa.array(seg.astype(np.int32)), rels).cast(table.schema.field("file").type))
+    return table, np.bincount(seg, minlength=len(first))
+
+
 def sniff(sn: Sniffed) -> int:
     """Any mostly-printable text is a log; other parsers outbid this for structured formats."""
-    if not sn.head:
+    # A block of NUL bytes (a file preallocated, or a crash mid-write that left a hole) is no evidence either way:
+    # the text around it decides. Reading drops the NULs and marks the file partial.
+    sample = sn.head.replace(b"\x00", b"")[:8192] if b"\x00" in sn.head[:8192] else sn.head[:8192]
+    if not sample:
         return 0
-    sample = sn.head[:8192]
     bad = sum(1 for b in sample if b < 9 or (13 < b < 32 and b != 27))
     if bad > len(sample) * 0.05:
         return 0

@@ -22,8 +22,24 @@ from forensics.parsers.prefixes import rank_from_path
 from forensics.contracts import tables as T
 
 SOURCE = "viztracer"
-# ReportBuilder's own pattern for `qualname (file:line)`.
-FUNC_NAME = re.compile(r"^(.*) \((.*):(\d+)\)$")
+# ReportBuilder's own pattern for `qualname (file:line)` is `^(.*) \((.*):(\d+)\)$`; `_func_name` matches the same
+# without a regex (its backtracking is quadratic or worse on a long name full of ` (` and `:` that never closes).
+# A line number beyond int64 is not a line: the name is kept whole, its line left empty.
+_MAX_LINE_DIGITS = 18
+
+
+def _func_name(v: str) -> tuple[str, str, int | None] | None:
+    """(func, file, line) as ReportBuilder's pattern would match them, in linear time, or None."""
+    body = v[:-1] if v.endswith(")\n") else v
+    if not body.endswith(")") or "\n" in body:
+        return None
+    head, colon, digits = body[:-1].rpartition(":")
+    if not colon or not digits or not all(c.isdecimal() for c in digits):
+        return None
+    cut = head.rfind(" (")
+    if cut < 0:
+        return None
+    return head[:cut], head[cut + 2:], int(digits) if len(digits) <= _MAX_LINE_DIGITS else None
 # add_variable(..., event="instant") writes `name = repr(value)`.
 VAR_INSTANT = re.compile(r"^(?P<n>[A-Za-z_][\w.\[\]]*) = (?P<v>-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)$")
 
@@ -32,11 +48,11 @@ def split_function_names(values: list) -> tuple[list, list, list]:
     """(func, file, line) per distinct event name."""
     funcs, files, lines = [], [], []
     for v in values:
-        m = FUNC_NAME.match(v) if v else None
+        m = _func_name(v) if v else None
         if m:
-            funcs.append(m.group(1))
-            files.append(m.group(2))
-            lines.append(int(m.group(3)))
+            funcs.append(m[0])
+            files.append(m[1])
+            lines.append(m[2])
         else:
             funcs.append(v)
             files.append(None)

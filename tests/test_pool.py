@@ -21,16 +21,16 @@ def _job(arg: int) -> tuple[int, int, str | None, str | None]:
     if arg == 3:
         raise ValueError("bad input")
     if arg == 4:
-        time.sleep(60)
+        time.sleep(120)
     return arg * 10, os.getpid(), os.environ.get(_INIT_MARK), os.environ.get("POLARS_MAX_THREADS")
 
 
 def test_dead_raising_and_overdue_tasks_cost_only_themselves():
-    got = {key: (status, value) for key, status, value in Pool(2, _init, {"POLARS_MAX_THREADS": "1"}).run(_job, [(k, k) for k in range(8)], timeout=5)}
+    got = {key: (status, value) for key, status, value in Pool(2, _init, {"POLARS_MAX_THREADS": "1"}).run(_job, [(k, k) for k in range(8)], timeout=20)}
     assert set(got) == set(range(8))
     assert got[2][0] == "failed" and "exited with status 3" in got[2][1]
     assert got[3] == ("error", "ValueError: bad input")
-    assert got[4][0] == "timeout" and "5 s" in got[4][1]
+    assert got[4][0] == "timeout" and "20 s" in got[4][1]
     ok = {k: v for k, (s, v) in got.items() if s == "ok"}
     assert sorted(ok) == [0, 1, 5, 6, 7]
     assert all(v[0] == k * 10 for k, v in ok.items())

@@ -8,7 +8,9 @@ import polars as pl
 from forensics.parsers.blocks.common import block_text, event, opener_rows, rank_of, run_end, view
 
 NEEDLE = "Exception raised from"
-CPP_START = re.compile(r"Exception raised from (?P<function>\S+) at (?P<file>.+?):(?P<line>\d+) \(most recent call first\):")
+# The file is at most 1024 characters: unbounded, `.+?` rescans the rest of the line from every `Exception raised
+# from` of a line that never completes (quadratic).
+CPP_START = re.compile(r"Exception raised from (?P<function>\S+) at (?P<file>.{1,1024}?):(?P<line>\d+) \(most recent call first\):")
 
 
 def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dict]:
