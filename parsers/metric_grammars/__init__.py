@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from forensics.parsers.metric_grammars import (
     caffe,
+    centernet,
     composer,
     dassl,
     deepspeed,
@@ -58,6 +59,7 @@ GRAMMARS: list[Grammar] = [
     fairseq.GRAMMAR,
     semseg.GRAMMAR,
     dassl.GRAMMAR,
+    centernet.GRAMMAR,
     espnet.GRAMMAR,
     icefall.GRAMMAR,
     speechbrain.GRAMMAR,
