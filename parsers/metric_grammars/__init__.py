@@ -24,6 +24,7 @@ from forensics.parsers.metric_grammars import (
     hf_table,
     icefall,
     litgpt,
+    lora_dump,
     megatron,
     metriclogger,
     nanogpt,
@@ -72,6 +73,7 @@ GRAMMARS: list[Grammar] = [
     torch_memory.GRAMMAR,
     sb3.GRAMMAR,
     caffe.GRAMMAR,
+    lora_dump.GRAMMAR,
     # Late: its needles (` | `, a tab) are common, so it sees only the lines the specific grammars left.
     hf_table.GRAMMAR,
     generic.JSON_GRAMMAR,
