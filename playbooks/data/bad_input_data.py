@@ -29,7 +29,7 @@ PLAYBOOK = declare(
         tables=("events", "metrics"),
         explains=("device-assert", "nan-loss", "nccl-timeout", "silent-hang"),
         codes=("ctc_nan_grad_samples", "cuda_kernel_assert", "device_side_assert", "embedding_index_out_of_range",
-               "nonfinite_grad_skipped", "target_out_of_bounds"),
+               "fp16_overflow", "loss_scale_min_reached", "nonfinite_grad_skipped", "target_out_of_bounds"),
         causes=(
             Cause("wrong_class_count", "Labels reach or exceed num_classes (or are negative, e.g. -1 padding not ignored)",
                   verify="print(labels.min(), labels.max(), num_classes) for the failing batch",
@@ -55,7 +55,8 @@ PLAYBOOK = declare(
         doc="""\
 ## Symptom
 `Target 10 is out of bounds`, the device assert `t >= 0 && t < n_classes`, `IndexError: index out of
-range in self` from an embedding, `srcIndex < srcSelectDimSize`, or reports of NaN/Inf in inputs.
+range in self` from an embedding, `srcIndex < srcSelectDimSize`, reports of NaN/Inf in inputs, or
+updates skipped again and again for a NaN gradient norm while the loss stays finite.
 
 ## Why it matters
 On GPU the label error surfaces as an asynchronous device-side assert far from its cause; the fix is
