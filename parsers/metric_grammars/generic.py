@@ -75,8 +75,8 @@ TIME_KEYS = {"time": "step_time_ms", "dt": "step_time_ms", "step_time": "step_ti
              "data_(t)": "data_time_ms", "batch_(t)": "step_time_ms"}
 # Word rules for timing names no table lists (`load_data_time`, `train_step_time`, `batch_load_time`): a name
 # holding `data`/`load` before `time` is the data loader's wait, one holding `step`/`iter`/`batch` the step's time.
-DATA_TIME_WORD = r"(?:data|load)[a-z_]*time"
-STEP_TIME_WORD = r"(?:step|iter|batch)[a-z_]*time"
+DATA_TIME_WORD = r"(?:data|load)[a-z_]*time(?:_(?:ms|s|secs?))?"
+STEP_TIME_WORD = r"(?:step|iter|batch)[a-z_]*time(?:_(?:ms|s|secs?))?"
 # A duration printed as a clock (`time delta: 0:00:00.208632`, `33:28.61`): h:mm:ss or mm:ss, fraction optional.
 CLOCK = r"\d+:\d{2}(?::\d{2})?(?:\.\d+)?"
 # A clock under one of these names is the time of one logged interval (a step time); under any other name
@@ -134,8 +134,8 @@ def rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
     time_name = pl.when(pl.col("_per_epoch").fill_null(False) & (pl.col("_k") == "time")).then(pl.lit("epoch_time_ms")).otherwise(time_name)
     time_name = (
         pl.when(time_name.is_not_null()).then(time_name)
-        .when(pl.col("_k").str.contains(DATA_TIME_WORD)).then(pl.lit("data_time_ms"))
-        .when(pl.col("_k").str.contains(STEP_TIME_WORD)).then(pl.lit("step_time_ms"))
+        .when(pl.col("_k").str.contains(DATA_TIME_WORD + "$")).then(pl.lit("data_time_ms"))
+        .when(pl.col("_k").str.contains(STEP_TIME_WORD + "$")).then(pl.lit("step_time_ms"))
     )
     if "clock" in kv.columns:
         # A clock-printed duration is seconds: under an interval name it is the step time of that interval;
@@ -258,7 +258,8 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     # A timing-only line (`load_data_time: 19.6173, train_step_time: 0.686`) passes when it names both a data
     # time and a step time: the pair is what the loader's share of each step is read from.
     low = pl.col("key").str.strip_chars().str.to_lowercase().str.replace_all(r"\s+", "_")
-    is_data, is_step = low.str.contains(DATA_TIME_WORD), ~low.str.contains(DATA_TIME_WORD) & low.str.contains(STEP_TIME_WORD)
+    is_data = low.str.contains(DATA_TIME_WORD + "$")
+    is_step = ~is_data & low.str.contains(STEP_TIME_WORD + "$")
     ok = is_loss.any() | (is_data.any() & is_step.any())
     gated = kv.group_by("_i").agg(ok.alias("_ok")).filter(pl.col("_ok")).select("_i")
     residue = (
