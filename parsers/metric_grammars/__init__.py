@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from forensics.parsers.metric_grammars import (
     caffe,
+    centernet,
     composer,
     dassl,
     deepspeed,
@@ -23,6 +24,7 @@ from forensics.parsers.metric_grammars import (
     hf_table,
     icefall,
     litgpt,
+    lora_dump,
     megatron,
     metriclogger,
     nanogpt,
@@ -58,6 +60,7 @@ GRAMMARS: list[Grammar] = [
     fairseq.GRAMMAR,
     semseg.GRAMMAR,
     dassl.GRAMMAR,
+    centernet.GRAMMAR,
     espnet.GRAMMAR,
     icefall.GRAMMAR,
     speechbrain.GRAMMAR,
@@ -70,6 +73,7 @@ GRAMMARS: list[Grammar] = [
     torch_memory.GRAMMAR,
     sb3.GRAMMAR,
     caffe.GRAMMAR,
+    lora_dump.GRAMMAR,
     # Late: its needles (` | `, a tab) are common, so it sees only the lines the specific grammars left.
     hf_table.GRAMMAR,
     generic.JSON_GRAMMAR,

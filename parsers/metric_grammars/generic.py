@@ -73,6 +73,15 @@ TIME_KEYS = {"time": "step_time_ms", "dt": "step_time_ms", "step_time": "step_ti
              "train_step_timing_in_s": "step_time_ms", "train_step_timing": "step_time_ms",
              # open_clip: `Data (t): 0.080 Batch (t): 1.762s`
              "data_(t)": "data_time_ms", "batch_(t)": "step_time_ms"}
+# Word rules for timing names no table lists (`load_data_time`, `train_step_time`, `batch_load_time`): a name
+# holding `data`/`load` before `time` is the data loader's wait, one holding `step`/`iter`/`batch` the step's time.
+DATA_TIME_WORD = r"(?:data|load)[a-z_]*time(?:_(?:ms|s|secs?))?"
+STEP_TIME_WORD = r"(?:step|iter|batch)[a-z_]*time(?:_(?:ms|s|secs?))?"
+# A duration printed as a clock (`time delta: 0:00:00.208632`, `33:28.61`): h:mm:ss or mm:ss, fraction optional.
+CLOCK = r"\d+:\d{2}(?::\d{2})?(?:\.\d+)?"
+# A clock under one of these names is the time of one logged interval (a step time); under any other name
+# it is a wall clock or a cumulative one (`Elapsed Time:`, `Tot:`, `time now:`), which is no step time.
+INTERVAL_WORD = r"delta|interval|per_(?:step|iter|batch)"
 GATE = r"(?:^|_)loss$|^grad_norm$|^ppl$"
 RESIDUE_LETTERS = 8
 
@@ -86,7 +95,7 @@ JSON_PAIR = r"\"(?P<key>[^\"]+)\"\s*:\s*(?P<val>\"[^\"]*\"|[-+\w.]+)"
 # after a value is the meter's running average (`Time 0.154 (8.010)`, the PyTorch ImageNet example's AverageMeter).
 KV_PAIR = (
     r"(?i)(?:^|[\s|,;\[\(\{])(?P<key>[a-z][a-z0-9_./@-]*(?: [a-z][a-z0-9_./@-]*){0,2}?(?: \([a-z]\))?)\s*(?:[:=]\s*|\s+)"
-    rf"(?P<ob>\[\s*)?(?P<val>{NUM})(?:\s?(?P<unit>(?:ms|secs?|s|GiB|GB|MiB|MB)\b|%))?(?:\s?/\s?(?P<tot>\d+)(?:=(?P<frac>{NUM}))?)?\]?"
+    rf"(?P<ob>\[\s*)?(?:(?P<clock>{CLOCK})|(?P<val>{NUM}))(?:\s?(?P<unit>(?:ms|secs?|s|GiB|GB|MiB|MB)\b|%))?(?:\s?/\s?(?P<tot>\d+)(?:=(?P<frac>{NUM}))?)?\]?"
     rf"(?:\s*\((?P<avg>{NUM})\))?"
 )
 
@@ -123,6 +132,20 @@ def rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
     time_name = pl.when(on_batch & (pl.col("_k") == "data")).then(pl.lit("data_time_ms")).otherwise(
         pl.col("_k").replace_strict(TIME_KEYS, default=None, return_dtype=pl.String))
     time_name = pl.when(pl.col("_per_epoch").fill_null(False) & (pl.col("_k") == "time")).then(pl.lit("epoch_time_ms")).otherwise(time_name)
+    time_name = (
+        pl.when(time_name.is_not_null()).then(time_name)
+        .when(pl.col("_k").str.contains(DATA_TIME_WORD + "$")).then(pl.lit("data_time_ms"))
+        .when(pl.col("_k").str.contains(STEP_TIME_WORD + "$")).then(pl.lit("step_time_ms"))
+    )
+    if "clock" in kv.columns:
+        # A clock-printed duration is seconds: under an interval name it is the step time of that interval;
+        # under any other name (a wall clock, a cumulative `Elapsed`) it gives no row (its value stays null).
+        kv = kv.with_columns(_clock_seconds(pl.col("clock")).alias("_c"))
+        clocked = pl.col("_c").is_not_null()
+        interval = clocked & pl.col("_k").str.contains(INTERVAL_WORD)
+        time_name = pl.when(interval).then(pl.lit("step_time_ms")).otherwise(time_name)
+        kv = kv.with_columns(pl.when(interval).then(pl.col("_c")).when(clocked).then(None).otherwise(pl.col("_v")).alias("_v"),
+                             pl.when(clocked).then(pl.lit("s")).otherwise(pl.col("_u")).alias("_u"))
     is_mem = pl.col("_u").is_in(["gib", "gb", "mib", "mb"])
     time_value = (
         pl.when(pl.col("_u").is_in(["ms", "s", "sec", "secs"])).then(scale_by_unit(pl.col("_v"), pl.col("_u"), TIME_TO_MS))
@@ -161,6 +184,13 @@ def rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
         rows = pl.concat([rows, avg]) if avg.height else rows
     rows = rows.with_columns(pl.col("name").replace(prose_names(rows.get_column("name"))))
     return _mm_modes(shape(rows, source), kv)
+
+
+def _clock_seconds(clock: pl.Expr) -> pl.Expr:
+    """`0:00:00.208632` / `33:28.61` -> seconds (h:mm:ss or mm:ss); null where no clock was printed."""
+    g = clock.str.extract_groups(r"^(?:(?P<h>\d+):)?(?P<m>\d+):(?P<s>\d+(?:\.\d+)?)$")
+    h, m, sec = (g.struct.field(k).cast(pl.Float64, strict=False) for k in ("h", "m", "s"))
+    return h.fill_null(0.0) * 3600.0 + m * 60.0 + sec
 
 
 # The PyTorch ImageNet example and its many forks: `Epoch: [0][14/5005]` = (epoch, batch / batches per epoch),
@@ -225,7 +255,13 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     # common hand-printed shape, and the coverage test below still rejects prose.
     is_acc = pl.col("key").str.strip_chars().str.to_lowercase().replace_strict(prose, default="").str.contains(ACC_GATE)
     is_loss = gate_name.str.contains(GATE) | (gate_name.str.starts_with("loss_") & (gate_name != "loss_scale")) | is_acc
-    gated = kv.group_by("_i").agg(is_loss.any().alias("_ok")).filter(pl.col("_ok")).select("_i")
+    # A timing-only line (`load_data_time: 19.6173, train_step_time: 0.686`) passes when it names both a data
+    # time and a step time: the pair is what the loader's share of each step is read from.
+    low = pl.col("key").str.strip_chars().str.to_lowercase().str.replace_all(r"\s+", "_")
+    is_data = low.str.contains(DATA_TIME_WORD + "$")
+    is_step = ~is_data & low.str.contains(STEP_TIME_WORD + "$")
+    ok = is_loss.any() | (is_data.any() & is_step.any())
+    gated = kv.group_by("_i").agg(ok.alias("_ok")).filter(pl.col("_ok")).select("_i")
     residue = (
         df.join(gated, on="_i", how="semi", maintain_order="left")
         .select("_i", pl.col("msg").str.replace_all(KV_PAIR, " ").str.replace_all(r"\[[^\]]*\]|\([^)]*\)", " ")
@@ -265,6 +301,7 @@ SET_INDEX = r"(?i)^(?:test|val|valid|validation|eval|evaluation|dev) set$"
 KV_MATCH = (
     r"(?i)(?:loss|grad[_ ]norm|gnorm|ppl|perplexity)\s*[:= ]\s*[-+.\d]|(?:loss|grad[_ ]norm|gnorm|ppl|perplexity)\s*[:= ]\s*(?:nan|inf)"
     r"|\bloss_[a-z]\w*=(?:[-+.\d]|nan|inf)|accuracy\s*[:=]\s*[-+.\d]"
+    rf"|{DATA_TIME_WORD}\s*[:=]\s*[.\d].*{STEP_TIME_WORD}\s*[:=]\s*[.\d]|{STEP_TIME_WORD}\s*[:=]\s*[.\d].*{DATA_TIME_WORD}\s*[:=]\s*[.\d]"
 )
 JSON_GRAMMAR = Grammar("json", ('{"',), JSON_MATCH, extract_json)
-KV_GRAMMAR = Grammar("generic", ("loss", "grad_norm", "grad norm", "gnorm", "perplexity", "accuracy"), KV_MATCH, extract_kv)
+KV_GRAMMAR = Grammar("generic", ("loss", "grad_norm", "grad norm", "gnorm", "perplexity", "accuracy", "_time"), KV_MATCH, extract_kv)

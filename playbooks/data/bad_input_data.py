@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forensics.playbooks.base import Playbook, declare
+from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import combine, detection, events, first_message, where
 from forensics.playbooks.fields import field
 
@@ -26,9 +26,10 @@ PLAYBOOK = declare(
         title="Invalid input data (labels, token ids, NaN inputs)",
         category="data",
         severity=Severity.CRITICAL,
-        tables=("events",),
+        tables=("events", "metrics"),
         explains=("device-assert", "nan-loss", "nccl-timeout", "silent-hang"),
-        codes=("cuda_kernel_assert", "device_side_assert", "embedding_index_out_of_range", "target_out_of_bounds"),
+        codes=("ctc_nan_grad_samples", "cuda_kernel_assert", "device_side_assert", "embedding_index_out_of_range",
+               "fp16_overflow", "loss_scale_min_reached", "nonfinite_grad_skipped", "target_out_of_bounds"),
         causes=(
             Cause("wrong_class_count", "Labels reach or exceed num_classes (or are negative, e.g. -1 padding not ignored)",
                   verify="print(labels.min(), labels.max(), num_classes) for the failing batch",
@@ -40,28 +41,42 @@ PLAYBOOK = declare(
             Cause("corrupt_samples", "Corrupt samples (NaN/Inf features, broken records) in the data",
                   verify="Scan the dataset with torch.isfinite and range checks in collate_fn",
                   fix="Filter or repair the bad samples; validate in collate_fn", prior=0.2),
+            Cause("infeasible_samples", "Samples the loss cannot score give NaN gradients while the batch loss stays finite "
+                  "(CTC: an input, after subsampling, shorter than its transcript)",
+                  verify="Compare each utterance's subsampled frame count with its token count; torch.autograd.set_detect_anomaly(True)",
+                  fix="Drop utterances too short for their transcripts; ESPnet: --ctc_conf ignore_nan_grad=true "
+                      "(CTCLoss(zero_infinity=True) in plain PyTorch)", prior=0.15),
         ),
         verify="Validate each batch in collate_fn: label range, token id range, torch.isfinite",
         fix="Fix the class count or vocabulary; filter corrupt samples",
-        thresholds={},
+        thresholds={
+            "min_skipped_updates": Threshold(3, "updates a trainer skipped for a NaN gradient norm (with a finite loss) that show bad samples", "ours; one skipped step is a one-off"),
+        },
         doc="""\
 ## Symptom
 `Target 10 is out of bounds`, the device assert `t >= 0 && t < n_classes`, `IndexError: index out of
-range in self` from an embedding, `srcIndex < srcSelectDimSize`, or reports of NaN/Inf in inputs.
+range in self` from an embedding, `srcIndex < srcSelectDimSize`, reports of NaN/Inf in inputs, or
+updates skipped again and again for a NaN gradient norm while the loss stays finite.
 
 ## Why it matters
 On GPU the label error surfaces as an asynchronous device-side assert far from its cause; the fix is
 in the data or the class count, not the model.
 
 ## Evidence
-`events` with label-range, index-range and non-finite-input codes. The kernel's assert lines reach
+`events` with label-range, index-range and non-finite-input codes; a trainer skipping updates because
+the gradient norm is NaN (ESPnet `The grad norm is nan. Skipping updating the model.`, its CTC
+`N/M samples got nan grad`) while the logged loss stays finite: some samples in each batch give a NaN
+gradient that the averaged loss does not show (with a CTC loss, the documented cause is utterances
+shorter than their transcripts). The kernel's assert lines reach
 stderr only when the host next synchronises, often after the `device-side assert triggered` error
 they caused: the finding's onset is the earliest of the asserts and of that error in the same file,
 so it explains the device-assert finding whatever the order of the lines.
 
 ## Known false positives
 An `IndexError` from ordinary Python list indexing is not a data-range error; only the tensor forms above
-count. Generic indexing asserts (IndexKernel `index out of bounds`, scatter/gather `idx_dim`) can come from
+count. A NaN gradient with a non-finite loss is nan-loss; an `inf` gradient norm skipped under fp16 loss
+scaling, and NaN skips where the log shows fp16 loss scaling, are overflow, not data; fewer than 3
+skipped updates are a one-off. Generic indexing asserts (IndexKernel `index out of bounds`, scatter/gather `idx_dim`) can come from
 any indexing in the program, not only from the data: device-assert reports them (out-of-range cause).
 """,
     )

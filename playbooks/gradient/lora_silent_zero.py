@@ -12,6 +12,8 @@ from forensics.contracts.model import Cause, Detection, Severity
 
 LORA_GRAD = r"lora.*grad|grad.*lora"
 LORA_WEIGHT = r"lora"
+# A dump of per-module values after training (rows are modules, not steps): judged by lora_silent_zero_dump.
+DUMP = "lora_up_dump"
 
 PLAYBOOK = declare(
     Playbook(
@@ -40,6 +42,7 @@ PLAYBOOK = declare(
             "min_points": Threshold(3, "consecutive logged points at zero (or unchanged) after the first one (lora_B is zero at init by design)", "ours"),
             "atol": Threshold(1e-12, "a norm at or below this is zero", "anchors.md SMD AllZero / UnchangedTensor (atol 1e-8 on tensors; norms as printed)"),
             "rtol": Threshold(1e-5, "relative change between logged points below which a weight norm is unchanged", "anchors.md SMD UnchangedTensor (rtol 1e-5)"),
+            "dump_min_modules": Threshold(3, "LoRA-up modules of a weight dump (sd-scripts check_lora_weights) that must all read exactly 0", "ours"),
             "replay_min_points": Threshold(4, "consecutive per-step losses equal, as printed, to those one epoch (a fixed lag) earlier: the model never changed", "issue 13 (per-step losses repeating exactly across epochs)"),
             "replay_max_repeats": Threshold(20, "a loss value printed more often than this is a plateau, not a replay, and is not paired", "ours"),
         },
@@ -59,13 +62,19 @@ debugging (`lora_zero`) where a parser emits them. Gradients flowing into weight
 point at the optimizer (not trainable / not in the optimizer); zero gradients at clipping, compile
 or DDP.
 
+Or a dump of the adapters' LoRA-up (lora_B) weights after training (sd-scripts `check_lora_weights.py`:
+`<module>.lora_up.weight,0.0` per module) reads exactly 0 for every module (3+): lora_up starts at zero
+and only training moves it, so no adapter learned anything.
+
 Or the per-step losses of one epoch repeat those of the epoch before exactly, as printed, for 4+
 consecutive steps (same batches in the same order through a model that never changes).
 
 ## Known false positives
 A loss value seen twice by chance is no replay (4 consecutive equal pairs at one lag, 3+ distinct values).
 lora_B is zero at initialisation and lora_A's gradient is zero until lora_B moves: only values after
-the first logged point count.
+the first logged point count. In a weight dump some modules may read 0 legitimately (sd-scripts: the last
+text-encoder layer with `clip_skip=2`): only a dump where every module is 0 counts. A dump of a network
+that was never trained reads 0 too: check the file is the trained one.
 """,
     )
 )
@@ -88,7 +97,7 @@ def _frozen(s: pl.DataFrame, th: dict) -> tuple[str, M.ts.Onset] | None:
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Adapter weights zero/unchanged or adapter gradients zero, with the LR non-zero."""
     grads = M.names_like(ctx, LORA_GRAD)
-    weights = [n for n in M.names_like(ctx, LORA_WEIGHT) if n not in grads]
+    weights = [n for n in M.names_like(ctx, LORA_WEIGHT) if n not in grads and n != DUMP]
     hits = []
     for name in weights:
         r = _frozen(M.series(ctx, name, finite=True), th)

@@ -57,7 +57,8 @@ PLAYBOOK = declare(
 The logged training loss is NaN or Inf (first occurrence fires; three in a row is an incident), a
 `Loss is nan, stopping training` style message appears, Megatron counts NaN iterations, or, where the
 logger masks a non-finite loss (HF Trainer's `logging_nan_inf_filter` logs `loss: 0` or the running
-average), the gradient norm is NaN for consecutive steps.
+average), the gradient norm is NaN for consecutive steps, or a NaN grad norm after finite ones comes
+with a loss that reads exactly 0 (one such point decides: a real loss is not exactly 0 with a NaN gradient).
 
 ## Why it matters
 Once a NaN reaches the weights every later step is wasted; the step where it starts and whether it
@@ -89,7 +90,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     hit = M.ts.first_nonfinite(loss) if loss.height else None
     how = "loss"
     if hit is None:
-        hit = _masked(ctx, th)
+        hit = _masked(ctx, th) or _zeroed(ctx, loss)
         how = "grad_norm"
     if hit is None:
         hit = _megatron_counter(ctx)
@@ -144,6 +145,21 @@ def _masked(ctx: Context, th: dict) -> M.ts.Onset | None:
     if g.height == 0:
         return None
     return M.ts.onset(g, pl.col("value").is_nan(), int(th["masked_grad_points"]))
+
+
+def _zeroed(ctx: Context, loss: pl.DataFrame) -> M.ts.Onset | None:
+    """A NaN grad norm after finite ones, with the loss at a NaN-gradient step reading exactly 0: a trainer that
+    zeroes (or drops) a non-finite loss before logging it. One such point is enough: a real loss is never exactly
+    0 while its gradient is NaN."""
+    g = M.series(ctx, M.GRAD_NORM)
+    if g.height == 0 or loss.height == 0:
+        return None
+    g = g.filter(pl.col("value").is_finite().cum_max().over("rank"))  # after the first finite grad norm
+    nan_steps = g.filter(pl.col("value").is_nan()).select("rank", "step")
+    zero = loss.join(nan_steps, on=["rank", "step"], how="semi", nulls_equal=True).filter(pl.col("value") == 0.0)
+    if zero.height == 0:
+        return None
+    return M.ts.onset(g, pl.col("value").is_nan(), 1)
 
 
 def _megatron_counter(ctx: Context) -> M.ts.Onset | None:

@@ -50,7 +50,9 @@ Every millisecond waiting for data is lost throughput; more GPUs do not help.
 ## Known false positives
 The first logged point of each rank and of each epoch (workers starting), and the first 3 batches of an
 epoch where the log prints the batch index, are left out. With fewer than 5 points the summed data time
-must be at least half the summed step time; the running averages (`Data 0.000 (2.393)`) are judged only
+must be at least half the summed step time; a median share between 20% and half the step is reported
+at low severity only (the loader costs some throughput but does not dominate). Where a log's data time
+exceeds its step time, that step time excludes the data wait and the share is data / (data + step); the running averages (`Data 0.000 (2.393)`) are judged only
 500 batches into an epoch or with the epoch's first batch logged and taken out.
 """,
     )

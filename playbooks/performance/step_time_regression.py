@@ -41,6 +41,10 @@ PLAYBOOK = declare(
             "min_step_ms": Threshold(10, "median step time below which outliers are not judged (timer and scheduler jitter dominate)", "ours"),
             "outlier_ratio": Threshold(2.0, "an outlier step also takes at least this many times the rolling median", "ours"),
             "warmup_points": Threshold(3, "first logged steps left out (compilation, warm-up)", "ours"),
+            "short_min_points": Threshold(6, "logged step times from which a short paste is judged (fewer than min_steps)", "issue 13 (decide on a few points when blatant)"),
+            "short_rise_ratio": Threshold(2.0, "late/early median ratio a short series must reach (noise of +-30% cannot)", "issue 13"),
+            "short_min_r2": Threshold(0.9, "fit of the linear trend a short series must reach (a steady rise, not a few slow points)", "ours"),
+            "short_min_rising": Threshold(0.8, "share of intervals of a short series that are slower than the one before", "ours"),
             "trace_min_steps": Threshold(5, "profiled steps a trace needs before its step times are judged", "ours (torch.profiler schedules record a few active steps)"),
             "trace_outlier_ratio": Threshold(3.0, "a profiled step this many times the trace's median step time is an outlier", "ours"),
         },
@@ -55,7 +59,10 @@ A run that slows by 30% costs 30% more; periodic stalls point at checkpoints, GC
 `metrics` (`step_time_ms`, elapsed time per iteration) and `spans` (ProfilerStep durations).
 
 ## Known false positives
-The first steps (compilation, warm-up) and evaluation steps are excluded.
+The first steps (compilation, warm-up) and evaluation steps are excluded. A short paste (6 to 19 logged
+step times) is judged without its first point and only on a blatant, steady rise: the late median at
+least twice the early one, a linear fit of R² 0.9 or more, and at least 80% of the intervals slower
+than the one before (a slow first interval or noise of +-30% stays quiet).
 """,
     )
 )

@@ -12,6 +12,22 @@ from forensics.contracts.context import Context, evidence_rows
 from forensics.contracts.model import Detection
 
 
+def _short_rise(part: pl.DataFrame, th: dict) -> tuple | None:
+    """A short paste (fewer than `min_steps` points), its first point left out as warm-up: a blatant steady rise."""
+    if not th["short_min_points"] <= part.height < th["warmup_points"] + th["min_steps"]:
+        return None
+    part = part.slice(1)
+    third = max(part.height // 3, 2)
+    early = float(part.head(third).get_column("value").median())
+    late = float(part.tail(third).get_column("value").median())
+    rising = float((part.get_column("value").diff().drop_nulls() > 0).mean())
+    t = M.ts.trend(part)
+    if early > 0 and late / early >= th["short_rise_ratio"] and t is not None and t.slope > 0 and t.r2 >= th["short_min_r2"] \
+            and rising >= th["short_min_rising"]:
+        return ("rise", part, early, late, t)
+    return None
+
+
 @PLAYBOOK.detector(("metrics",))
 def detect_metrics(ctx: Context, th: dict) -> Detection | None:
     """Per rank: late/early median ratio with a good linear fit, else repeated robust outliers."""
@@ -20,6 +36,10 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
         return None
     found = []
     for part in s.partition_by("rank", maintain_order=True):
+        short = _short_rise(part.sort("step"), th)
+        if short is not None:
+            found.append(short)
+            continue
         part = part.sort("step").slice(int(th["warmup_points"]))
         if part.height < th["min_steps"]:
             continue
