@@ -91,16 +91,18 @@ def view(text: pl.Series, starts: list[int], prefix: str, force: dict[int, str] 
     return View(rows=rows[keep], body=body.filter(keep))
 
 
-def view_at(text: pl.Series, pos: int, prefix: str, reach_back: int) -> tuple[View, int] | None:
-    """The view of `prefix` from `reach_back` lines above an opener at frame position `pos`, and the opener's place.
-
-    None when the opener itself is not in the view (its text does not carry the prefix).
-    """
-    v = view(text, [max(0, pos - reach_back)], prefix)
-    a = v.find(pos)
-    if a >= len(v.rows) or v.rows[a] != pos:
-        return None
-    return v, a
+def opener_views(frame: pl.DataFrame, cand: pl.DataFrame, needle: str, start: re.Pattern,
+                 reach_back: int) -> Iterator[tuple[dict, re.Match, View, int]]:
+    """Anchored openers (their `start` match holds a `prefix` group), each with the view of its prefix from
+    `reach_back` lines above it and the opener's place in that view; an opener whose own text does not carry the
+    prefix (so it is not in the view) is passed over."""
+    text = frame.get_column("text")
+    for row, m in opener_rows(frame, cand, needle, start, anchored=True):
+        pos = row["_pos"]
+        v = view(text, [max(0, pos - reach_back)], m.group("prefix"))
+        a = v.find(pos)
+        if a < len(v.rows) and v.rows[a] == pos:
+            yield row, m, v, a
 
 
 def run_end(mask: np.ndarray, start: int, limit: int) -> int:

@@ -6,7 +6,7 @@ import datetime as dt
 import re
 
 import polars as pl
-from forensics.parsers.blocks.common import View, block_text, event, opener_rows, rank_of, view_at
+from forensics.parsers.blocks.common import View, block_text, event, opener_views, rank_of
 
 NEEDLE = "Root Cause"
 REPORT_START = re.compile(r"^(?P<prefix>.*?)Root Cause(?: \(first observed failure\))?:\s*$")
@@ -21,14 +21,9 @@ _REPORT_LINE = re.compile(r"^(?:\s|\[\d+\]:|(?:Other )?Failures:|Root Cause|.*\b
 
 def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dict]:
     """torchrun ChildFailedError reports, from the `Root Cause` line back to the error line and on to the border."""
-    text = frame.get_column("text")
     events = []
-    for row, m in opener_rows(frame, cand, NEEDLE, REPORT_START, anchored=True):
-        prefix, pos = m.group("prefix"), row["_pos"]
-        at = view_at(text, pos, prefix, 400)
-        if at is None:
-            continue
-        v, a = at
+    for row, m, v, a in opener_views(frame, cand, NEEDLE, REPORT_START, 400):
+        prefix = m.group("prefix")
         body = v.body
         # Backwards to the ChildFailedError line (or the first report line); forwards to the last border.
         b = a

@@ -6,7 +6,7 @@ import datetime as dt
 import re
 
 import polars as pl
-from forensics.parsers.blocks.common import block_text, event, opener_rows, rank_of, view_at
+from forensics.parsers.blocks.common import block_text, event, opener_views, rank_of
 
 NEEDLE = "NVIDIA-SMI "
 SMI_START = re.compile(r"^(?P<prefix>.*?)\|\s*NVIDIA-SMI (?P<smi>\d[\w.]*)")
@@ -22,12 +22,8 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
     """nvidia-smi tables: the date line above, the header, GPU and process rows down to the last border."""
     text = frame.get_column("text")
     events = []
-    for row, m in opener_rows(frame, cand, NEEDLE, SMI_START, anchored=True):
-        prefix, pos = m.group("prefix"), row["_pos"]
-        at = view_at(text, pos, prefix, 3)
-        if at is None:
-            continue
-        v, a = at
+    for row, m, v, a in opener_views(frame, cand, NEEDLE, SMI_START, 3):
+        prefix = m.group("prefix")
         body = v.body
         b = a
         if b - 1 >= 0 and body[b - 1].strip().startswith("+"):
