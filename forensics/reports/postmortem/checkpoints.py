@@ -47,10 +47,12 @@ def find_saves(events: pl.DataFrame) -> list[Save]:
     None when the line names none)."""
     if events.height == 0:
         return []
-    found = events.filter(pl.col("code") == "checkpoint_saved").sort("file", "line")
-    fails = events.filter(pl.col("code").is_in(list(FAIL_CODES))).select("file", "line")
-    saves: list[Save] = []
-    for r in found.select("file", "line", "text").iter_rows(named=True):
-        failed = fails.height > 0 and fails.filter((pl.col("file") == r["file"]) & pl.col("line").is_between(r["line"] + 1, r["line"] + FAIL_WINDOW)).height > 0
-        saves.append(Save(r["file"], r["line"], r["text"].strip()[:MAX_TEXT], _step_of(r["text"]), failed))
-    return saves
+    found = events.filter(pl.col("code") == "checkpoint_saved").select("file", "line", "text").sort("line")
+    # The nearest failure at or after the line below each save, in the same file (one as-of join, not a scan per save).
+    fails = (events.filter(pl.col("code").is_in(list(FAIL_CODES))).select("file", pl.col("line").alias("_fail"))
+             .with_columns(pl.col("_fail").alias("_key")).sort("_key"))
+    found = found.with_columns((pl.col("line") + 1).alias("_key")).join_asof(
+        fails, on="_key", by="file", strategy="forward", check_sortedness=False).sort("file", "line")
+    failed = (pl.col("_fail") - pl.col("line") <= FAIL_WINDOW).fill_null(False)
+    return [Save(r["file"], r["line"], r["text"].strip()[:MAX_TEXT], _step_of(r["text"]), r["failed"])
+            for r in found.with_columns(failed.alias("failed")).iter_rows(named=True)]
