@@ -30,6 +30,13 @@ def _escape(m: re.Match[str]) -> str:
     return f"\\u{code:04x}"
 
 
+def _entities(text: str) -> str:
+    """`&`, `<` and `>` as HTML entities (`&` first, so the others are not escaped twice)."""
+    for k, v in _HTML.items():
+        text = text.replace(k, v)
+    return text
+
+
 def visible(text: object) -> str:
     """Control characters, bidi overrides and undecodable bytes as visible escapes (`\\x1b`); lines kept."""
     return _UNSAFE.sub(_escape, str(text))
@@ -43,10 +50,7 @@ def one_line(text: object) -> str:
 def md_text(text: object) -> str:
     """One line of Markdown prose or a table cell: no raw HTML, no links or images, no table break."""
     # Angle brackets as entities, not backslashes: every renderer reads `&lt;` as text, some read `\<` as a tag.
-    out = one_line(text)
-    for k, v in _HTML.items():
-        out = out.replace(k, v)
-    out = _MD_SPECIAL.sub(r"\\\1", out)
+    out = _MD_SPECIAL.sub(r"\\\1", _entities(one_line(text)))
     return _MD_LEAD.sub(lambda m: m.group(1) + "\\" + m.group(2), out)
 
 
@@ -70,7 +74,4 @@ def md_fence(text: str) -> str:
 
 def html(text: object) -> str:
     """Text for HTML: `&`, `<`, `>` and quotes as entities, control characters as visible escapes."""
-    out = visible(text)
-    for k, v in _HTML.items():
-        out = out.replace(k, v)
-    return out.replace('"', "&quot;").replace("'", "&#x27;")
+    return _entities(visible(text)).replace('"', "&quot;").replace("'", "&#x27;")
