@@ -128,3 +128,25 @@ def test_prose_before_an_exception_name_is_not_a_de_indented_frame(tmp_path):
             "ValueError: is the name of the class we test\n")
     ev = frame(ingest_text(tmp_path, text), "events")
     assert ev.filter(pl.col("code") == "python_traceback").height == 0
+
+
+def test_qualified_exception_line_alone_at_the_end_of_a_log(tmp_path):
+    """A paste that keeps only the final exception line, with its module path, as the log's last line still shows
+    how the process ended (msr-fiddle/pipedream#76: `torch.distributed.elastic…ChildFailedError:` after a UCX dump)."""
+    text = ("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)\n"
+            " 9 0x000000000011f133 clone()  ???:0\n"
+            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n\n")
+    tb = frame(ingest_text(tmp_path, text), "events").filter(pl.col("code") == "python_traceback").row(0, named=True)
+    assert (tb["line"], tb["end_line"]) == (3, 3)
+    assert json.loads(tb["fields"])["exc_type"] == "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
+
+
+def test_exception_line_alone_is_no_traceback_unless_last_and_qualified(tmp_path):
+    """Near misses: a qualified exception line a log goes on after (logged, then training resumed), and a bare
+    class name at the end (`ValueError: …` is as often prose or a logged message)."""
+    went_on = ("requests.exceptions.ConnectionError: connection reset by peer\n"
+               "step 10 loss 2.31\n")
+    bare = "step 10 loss 2.31\nValueError: the expected value\n"
+    for text in (went_on, bare):
+        ev = frame(ingest_text(tmp_path, text), "events")
+        assert ev.filter(pl.col("code") == "python_traceback").height == 0, text

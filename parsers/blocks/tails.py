@@ -1,5 +1,6 @@
-"""Tracebacks whose opener a paste left out: frames, then the exception line; or only the `raise` statement
-Python prints as the last frame's source line, then the exception line."""
+"""Tracebacks whose opener a paste left out: frames, then the exception line; only the `raise` statement
+Python prints as the last frame's source line, then the exception line; or a qualified exception line alone
+at the end of a log."""
 
 from __future__ import annotations
 
@@ -19,6 +20,11 @@ _TAIL_CODE = re.compile(r"^\s{4}|^\s+[~^]+\s*$")
 # The source line of the innermost frame when it is a raise statement, as a paste that keeps only the last two
 # lines of a traceback gives it (its indentation often stripped): `raise XError(f"…")`, then `pkg.XError: …`.
 _TAIL_RAISE = re.compile(r"^\s*raise [A-Za-z_][\w.]*(?:\(|$)")
+# An exception line with its module path (`tensorflow.python…NanLossDuringTrainingError: …`,
+# `torch.distributed.elastic…ChildFailedError:`) is how Python ends a traceback; a paste that keeps only that
+# line, as the log's last, still shows how the process ended. A bare class name (`ValueError: …`) is too
+# often prose or a logged message to count without frames.
+_QUALIFIED_EXC = re.compile(r"^\s*(?:[a-z_]\w*\.)+[A-Z]\w*(?:Error|Exception)(?::|$)")
 
 
 def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dict]:
@@ -29,6 +35,7 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
     spans = [(r["line"], r["end_line"]) for r in found]
     text = frame.get_column("text")
     lines = frame.get_column("line")
+    last = _last_nonblank(text)
     events = []
     for row, _ in opener_rows(frame, cand.filter(pl.col("msg").str.contains(_TAIL_EXC)), ""):
         ln = int(row["line"])
@@ -51,9 +58,14 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
             elif not (_TAIL_CODE.match(body) or (q > 0 and _BARE_FRAME.match(str(text[q - 1])[len(prefix) :]))):
                 break  # neither a frame nor the source line under one (de-indented by the paste: the frame above says so)
             q -= 1
-        if not (frames or raised) or TB_START.search(str(text[q]) if q >= 0 else ""):
+        alone = not (frames or raised) and pos == last and _QUALIFIED_EXC.match(msg) is not None
+        if alone:
+            q = pos - 1  # the exception line is the whole block
+        elif not (frames or raised) or TB_START.search(str(text[q]) if q >= 0 else ""):
             continue  # not after frames or a raise statement, or the opener is there (a block the traceback pass reads)
-        if not frames and (not _raises_this(str(text[pos - 1])[len(prefix) :], msg) or _known(msg)):
+        if alone and _known(msg):
+            continue  # a message the signature table reads as its own event
+        if not frames and not alone and (not _raises_this(str(text[pos - 1])[len(prefix) :], msg) or _known(msg)):
             continue  # a raise of another exception, or a message the signature table reads as its own event
         fields: dict = {"frames": len(frames), "head_truncated": "true"}
         fm = FRAME.match(frames[0]) if frames else None  # the walk went backwards: the first found is the last frame
@@ -93,6 +105,12 @@ def _known(msg: str) -> bool:
     """Whether an error signature reads this exception line (its event already says the process failed)."""
     msg = msg[:KNOWN_CHARS]
     return any(rx.search(msg) for rx in _signature_forms())
+
+
+def _last_nonblank(text: pl.Series) -> int:
+    """The position of the last line holding anything but whitespace (-1 when none)."""
+    filled = np.flatnonzero(text.str.strip_chars().str.len_chars().fill_null(0).to_numpy() > 0)
+    return int(filled[-1]) if filled.size else -1
 
 
 def _raises_this(raise_line: str, msg: str) -> bool:

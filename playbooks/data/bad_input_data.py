@@ -13,6 +13,10 @@ LABEL_CODES = ("target_out_of_bounds",)
 # The kernel assert of a label out of range (nll_loss / cross-entropy on GPU).
 ASSERT_CODES = ("cuda_kernel_assert",)
 LABEL_ASSERT = r"n_classes|t >= 0 && t < n_classes|cur_target"
+# A native library's fatal check on a label bound (glog `Check failed: label < num_classes (2 vs. 2)` in Caffe's
+# SSD bbox_util, `label_value < prob_.shape(…)` in SoftmaxWithLoss): a label at or past the class count.
+CHECK_CODES = ("native_check_failed",)
+LABEL_CHECK = r"Check failed: \(?\w*label\w*\)? <"
 INDEX_CODES = ("embedding_index_out_of_range",)
 # index_select / embedding lookups (token ids). IndexKernel's generic `index out of bounds` and
 # scatter/gather's `idx_dim` asserts come from any indexing in the program: device-assert reports them.
@@ -29,7 +33,8 @@ PLAYBOOK = declare(
         tables=("events", "metrics"),
         explains=("device-assert", "nan-loss", "nccl-timeout", "silent-hang"),
         codes=("ctc_nan_grad_samples", "cuda_kernel_assert", "device_side_assert", "embedding_index_out_of_range",
-               "fp16_overflow", "loss_scale_min_reached", "nonfinite_grad_skipped", "target_out_of_bounds"),
+               "fp16_overflow", "loss_scale_min_reached", "native_check_failed", "nonfinite_grad_skipped",
+               "target_out_of_bounds"),
         causes=(
             Cause("wrong_class_count", "Labels reach or exceed num_classes (or are negative, e.g. -1 padding not ignored)",
                   verify="print(labels.min(), labels.max(), num_classes) for the failing batch",
@@ -54,8 +59,8 @@ PLAYBOOK = declare(
         },
         doc="""\
 ## Symptom
-`Target 10 is out of bounds`, the device assert `t >= 0 && t < n_classes`, `IndexError: index out of
-range in self` from an embedding, `srcIndex < srcSelectDimSize`, reports of NaN/Inf in inputs, or
+`Target 10 is out of bounds`, the device assert `t >= 0 && t < n_classes`, a native check on a label bound
+(glog `Check failed: label < num_classes (2 vs. 2)`), `IndexError: index out of range in self` from an embedding, `srcIndex < srcSelectDimSize`, reports of NaN/Inf in inputs, or
 updates skipped again and again for a NaN gradient norm while the loss stays finite.
 
 ## Why it matters
@@ -88,7 +93,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     """Label-range, embedding-index and non-finite-input errors."""
     import polars as pl
 
-    labels = pl.concat([events(ctx, LABEL_CODES), events(ctx, ASSERT_CODES, text=LABEL_ASSERT)], how="vertical_relaxed")
+    labels = pl.concat([events(ctx, LABEL_CODES), events(ctx, ASSERT_CODES, text=LABEL_ASSERT),
+                        events(ctx, CHECK_CODES, text=LABEL_CHECK)], how="vertical_relaxed")
     index = pl.concat([events(ctx, INDEX_CODES), events(ctx, ASSERT_CODES, text=INDEX_ASSERT)], how="vertical_relaxed")
     nan = labels.clear()
     parts = [p for p in (labels, index, nan) if p.height]

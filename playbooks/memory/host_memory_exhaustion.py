@@ -29,6 +29,12 @@ MMAP_TEXT = r"unable to mmap .*\(12\)"
 # srun's report of a task's end: `Out Of Memory` is the cgroup OOM killer; `Bus error` a SIGBUS (usually
 # a full /dev/shm); `Killed` only says SIGKILL (the OOM killer, or the scheduler after a cancel).
 SLURM_TASK = ("slurm_task_failed",)
+# Any report of a process ended by SIGBUS (signal 7): a launcher's `Signal 7 (SIGBUS) received by PID`/`exitcode: -7`,
+# the shell's `Bus error`, UCX's `Caught signal 7 (Bus error: …)` from an NCCL thread. In a training job the page
+# it touched is nearly always a shared-memory segment that /dev/shm could not back (a container's 64 MB default).
+SIGNAL_CODES = ("shell_signal_exit", "torchrun_worker_signal", "torchrun_child_failed", "torchrun_child_failed_report",
+                "spawn_process_exited")
+SIGBUS_TEXT = r"(?i)bus error|SIGBUS|\bsignal 7\b|exitcode\s*[:=]\s*-7\b"
 # The scheduler stopped the job (time limit, scancel, preemption, requeue): a SIGKILL that follows is its own.
 SCHEDULER_STOP_CODES = ("slurm_job_cancelled", "torchrun_death_signal", "preemption_exit")
 WORKER_CODES = ("dataloader_worker_killed", "dataloader_worker_exited")
@@ -53,7 +59,7 @@ PLAYBOOK = declare(
                "nccl_shm_attach_failed", "preemption_exit", "shared_memory_error", "slurm_job_cancelled",
                "slurm_oom_kill", "slurm_task_failed", "spawn_process_exited", "too_many_open_files",
                "torchrun_child_failed", "torchrun_child_failed_report", "torchrun_death_signal",
-               "torchrun_worker_signal", "process_killed"),
+               "torchrun_worker_signal", "process_killed", "shell_signal_exit"),
         causes=(
             Cause("small_shm", "/dev/shm is too small for the DataLoader's shared-memory tensors (containers default to 64 MB)",
                   verify="df -h /dev/shm inside the container",
@@ -81,7 +87,9 @@ oom-kill event, the CPU allocator failed (`DefaultCPUAllocator: can't allocate m
 worker was killed by a signal (`Killed` is SIGKILL, usually the OOM killer; `Bus error` is SIGBUS,
 usually an exhausted `/dev/shm`), torch cannot write, open or map a `</torch_…>` shared-memory segment,
 the open-file limit runs out while workers pass tensors (`Too many open files`, `received 0 items of
-ancdata`), or srun reports a task ended by `Out Of Memory` (the cgroup OOM killer) or `Bus error`.
+ancdata`), srun reports a task ended by `Out Of Memory` (the cgroup OOM killer) or `Bus error`, Kubernetes
+reports the container `OOMKilled`, or any process ends by SIGBUS (a launcher's `Signal 7 (SIGBUS)`, UCX's
+`Caught signal 7 (Bus error …)` in an NCCL thread): in a container, /dev/shm could not back a shared page.
 
 ## Why it matters
 The killed process leaves its peers waiting in collectives until they time out; the real cause is
@@ -119,7 +127,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     mmap = _matching(segments, MMAP_TEXT)
     shm_segments = segments.join(combine(fd, mmap).select("file", "line"), on=["file", "line"], how="anti") if segments.height else segments
     shm = combine(events(ctx, SHM_CODES), events(ctx, WORKER_CODES, text=r"Bus error|shared memory|shm"), shm_segments)
-    bus = _status(slurm, "Bus error")
+    bus = combine(_status(slurm, "Bus error"), events(ctx, SIGNAL_CODES, text=SIGBUS_TEXT))
     killed = events(ctx, WORKER_CODES, text=r"signal: Killed")
     parts = [p for p in (kernel, shm, fd, mmap, bus, killed) if p.height]
     if not parts:
