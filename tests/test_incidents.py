@@ -63,7 +63,6 @@ STILL_MISSED: dict[str, str] = {
     "tensorflow_models_1171_cifar10_multi_gpu_num_gpus_fixed_healthy": "healthy: alarmed loss-stagnation",
     "tflearn_695_first_step_loss_zero_diverging_short": "metric-shape: want nan-loss, got none",
     "torchseg_59_blocked_after_epoch0_dataloader_workers": "hang: want silent-hang, got none",
-    "yowo_38_scatter_assert_hardcoded_class_num": "crash: want bad-input-data, got device-assert",
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import polars as pl
 from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import combine, detection, events, first_message, where
 from forensics.playbooks.fields import field
@@ -21,6 +22,11 @@ INDEX_CODES = ("embedding_index_out_of_range",)
 # index_select / embedding lookups (token ids). IndexKernel's generic `index out of bounds` and
 # scatter/gather's `idx_dim` asserts come from any indexing in the program: device-assert reports them.
 INDEX_ASSERT = r"srcIndex < srcSelectDimSize"
+# ... except inside a loss: there the scatter/gather index is the target (one-hot encoding, gathering the
+# log-probability of the label), so an index-bound assert raised under a loss frame is a label out of range.
+BOUND_ASSERT = r"indexValue >= 0 && indexValue < |idx_dim >= 0 && idx_dim < index_size|index out of bounds"
+LOSS_FRAME = r'(?i)File "[^"]*loss[^"/\\]*\.py", line \d+|, in \w*loss\w*\s*$|, in \w*loss\w*\n'
+TRACEBACK_CODES = ("python_traceback",)
 # The asynchronous error reports a kernel assert causes (they may be printed before the assert lines).
 REPORT_CODES = ("device_side_assert",)
 
@@ -34,7 +40,7 @@ PLAYBOOK = declare(
         explains=("device-assert", "nan-loss", "nccl-timeout", "silent-hang"),
         codes=("ctc_nan_grad_samples", "cuda_kernel_assert", "device_side_assert", "embedding_index_out_of_range",
                "fp16_overflow", "loss_scale_min_reached", "native_check_failed", "nonfinite_grad_skipped",
-               "target_out_of_bounds"),
+               "python_traceback", "target_out_of_bounds"),
         causes=(
             Cause("wrong_class_count", "Labels reach or exceed num_classes (or are negative, e.g. -1 padding not ignored)",
                   verify="print(labels.min(), labels.max(), num_classes) for the failing batch",
@@ -91,11 +97,10 @@ any indexing in the program, not only from the data: device-assert reports them 
 @PLAYBOOK.detector(("events",))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Label-range, embedding-index and non-finite-input errors."""
-    import polars as pl
-
     labels = pl.concat([events(ctx, LABEL_CODES), events(ctx, ASSERT_CODES, text=LABEL_ASSERT),
                         events(ctx, CHECK_CODES, text=LABEL_CHECK)], how="vertical_relaxed")
     index = pl.concat([events(ctx, INDEX_CODES), events(ctx, ASSERT_CODES, text=INDEX_ASSERT)], how="vertical_relaxed")
+    labels = combine(labels, _bound_assert_in_loss(ctx))
     nan = labels.clear()
     parts = [p for p in (labels, index, nan) if p.height]
     if not parts:
@@ -119,3 +124,12 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if reported.height:
         found.onset = onset_of(combine(ev, reported))
     return found
+
+
+def _bound_assert_in_loss(ctx: Context) -> pl.DataFrame:
+    """Index-bound kernel asserts of a file whose traceback runs through a loss (the index is a label there)."""
+    asserts = events(ctx, ASSERT_CODES, text=BOUND_ASSERT)
+    if asserts.height == 0:
+        return asserts
+    in_loss = events(ctx, TRACEBACK_CODES, text=LOSS_FRAME).select("file").unique()
+    return asserts.join(in_loss, on="file", how="semi")
