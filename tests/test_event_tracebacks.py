@@ -125,7 +125,8 @@ def test_prose_before_an_exception_name_is_not_a_de_indented_frame(tmp_path):
     """Near miss: a `File "…", line N` mention without `, in <function>` and prose lines are no traceback."""
     text = ('File "config.yaml", line 3 has a typo\n'
             "the value below was printed by the script\n"
-            "ValueError: is the name of the class we test\n")
+            "ValueError: is the name of the class we test\n"
+            "and the script went on\n")  # not the log's last line: a lone exception line there ends the run
     ev = frame(ingest_text(tmp_path, text), "events")
     assert ev.filter(pl.col("code") == "python_traceback").height == 0
 
@@ -141,12 +142,19 @@ def test_qualified_exception_line_alone_at_the_end_of_a_log(tmp_path):
     assert json.loads(tb["fields"])["exc_type"] == "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
 
 
-def test_exception_line_alone_is_no_traceback_unless_last_and_qualified(tmp_path):
-    """Near misses: a qualified exception line a log goes on after (logged, then training resumed), and a bare
-    class name at the end (`ValueError: …` is as often prose or a logged message)."""
+def test_exception_line_alone_as_the_last_line_of_a_log(tmp_path):
+    """The one-line paste of a final error (issue 13: `AssertionError` about a label) ends the run."""
+    text = "epoch 1 step 10 loss 2.3\nAssertionError: label 12 >= num_classes 10\n"
+    tb = frame(ingest_text(tmp_path, text), "events").filter(pl.col("code") == "python_traceback").row(0, named=True)
+    assert (tb["line"], tb["end_line"]) == (2, 2) and json.loads(tb["fields"])["exc_type"] == "AssertionError"
+
+
+def test_exception_line_alone_is_no_traceback_unless_last(tmp_path):
+    """Near misses: an exception line a log goes on after (logged, then training resumed), and a warning class
+    as the last line."""
     went_on = ("requests.exceptions.ConnectionError: connection reset by peer\n"
                "step 10 loss 2.31\n")
-    bare = "step 10 loss 2.31\nValueError: the expected value\n"
-    for text in (went_on, bare):
+    warning = "step 10 loss 2.31\nFutureWarning: the default of reduction will change\n"
+    for text in (went_on, warning):
         ev = frame(ingest_text(tmp_path, text), "events")
         assert ev.filter(pl.col("code") == "python_traceback").height == 0, text

@@ -1,6 +1,6 @@
 """Tracebacks whose opener a paste left out: frames, then the exception line; only the `raise` statement
-Python prints as the last frame's source line, then the exception line; or a qualified exception line alone
-at the end of a log."""
+Python prints as the last frame's source line, then the exception line; or an exception line alone at the end
+of a log."""
 
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ _TAIL_CODE = re.compile(r"^\s{4}|^\s+[~^]+\s*$")
 # The source line of the innermost frame when it is a raise statement, as a paste that keeps only the last two
 # lines of a traceback gives it (its indentation often stripped): `raise XError(f"…")`, then `pkg.XError: …`.
 _TAIL_RAISE = re.compile(r"^\s*raise [A-Za-z_][\w.]*(?:\(|$)")
-# An exception line with its module path (`tensorflow.python…NanLossDuringTrainingError: …`,
-# `torch.distributed.elastic…ChildFailedError:`) is how Python ends a traceback; a paste that keeps only that
-# line, as the log's last, still shows how the process ended. A bare class name (`ValueError: …`) is too
-# often prose or a logged message to count without frames.
-_QUALIFIED_EXC = re.compile(r"^\s*(?:[a-z_]\w*\.)+[A-Z]\w*(?:Error|Exception)(?::|$)")
+# An exception line as a log's last line (`AssertionError: label 12 >= num_classes`,
+# `tensorflow.python…NanLossDuringTrainingError: …`, `torch.distributed.elastic…ChildFailedError:`) is how the
+# process ended: Python prints it last, and a paste that keeps only that line still shows the failure. A log
+# that goes on after such a line logged it and carried on; warnings are not failures.
+_LAST_EXC = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::|$)")
 
 
 def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dict]:
@@ -58,7 +58,7 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
             elif not (_TAIL_CODE.match(body) or (q > 0 and _BARE_FRAME.match(str(text[q - 1])[len(prefix) :]))):
                 break  # neither a frame nor the source line under one (de-indented by the paste: the frame above says so)
             q -= 1
-        alone = not (frames or raised) and pos == last and _QUALIFIED_EXC.match(msg) is not None
+        alone = not (frames or raised) and pos == last and _LAST_EXC.match(msg) is not None
         if alone:
             q = pos - 1  # the exception line is the whole block
         elif not (frames or raised) or TB_START.search(str(text[q]) if q >= 0 else ""):
