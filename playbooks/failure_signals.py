@@ -12,7 +12,8 @@ from forensics.contracts.context import Context, sort_by_onset
 FATAL_CODES = ("python_traceback", "terminate_called", "fatal_python_error", "shell_signal_exit", "process_killed",
                "dataloader_worker_fault", "dataloader_worker_killed", "dataloader_worker_exited", "spawn_process_exited",
                "torchrun_child_failed", "torchrun_child_failed_report", "torchrun_worker_signal", "torchrun_error_file",
-               "slurm_task_failed", "deepspeed_launcher_exit", "cpp_stacktrace", "native_check_failed")
+               "slurm_task_failed", "deepspeed_launcher_exit", "cpp_stacktrace", "native_check_failed",
+               "job_failed_report")
 # A stop from outside (time limit, scancel, preemption, a launcher's death signal) is the scheduler's, not a failure.
 OUTSIDE_STOP_CODES = ("slurm_job_cancelled", "torchrun_death_signal", "preemption_exit")
 # Exceptions that end a run without it failing: the user's interrupt, an explicit exit, warnings raised as errors.

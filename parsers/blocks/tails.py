@@ -107,9 +107,14 @@ def _known(msg: str) -> bool:
     return any(rx.search(msg) for rx in _signature_forms())
 
 
+# Lines a runner prints after the process's last output: an IDE's exit footer, Hydra's hint.
+_FOOTER = r"^Process finished with exit code|^Set the environment variable HYDRA_FULL_ERROR=1"
+
+
 def _last_nonblank(text: pl.Series) -> int:
-    """The position of the last line holding anything but whitespace (-1 when none)."""
-    filled = np.flatnonzero(text.str.strip_chars().str.len_chars().fill_null(0).to_numpy() > 0)
+    """The position of the last line holding anything but whitespace or a runner's footer (-1 when none)."""
+    body = text.str.strip_chars().fill_null("")
+    filled = np.flatnonzero(((body.str.len_chars() > 0) & ~body.str.contains(_FOOTER)).to_numpy())
     return int(filled[-1]) if filled.size else -1
 
 
