@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 from forensics.parsers.metric_grammars.common import NUM
 from forensics.parsers.metric_names import prose_names
+from forensics.parsers.prefixes import unquote
 
 # A header: two or more names separated by a tab or by two or more spaces (hand-aligned), one of them a loss.
 # Names hold words, `/` (chainer's `validation/main/loss`), `@`, dots, dashes and single spaces (`Train Loss`).
@@ -21,6 +22,8 @@ def from_log(frame: pl.DataFrame, state: dict) -> pl.DataFrame:
 
     A header is remembered across frames (`state["columns"]`); a numeric row is read only when its count
     of fields equals its header's, so a stray number line or another table's rows give nothing."""
+    # A table pasted inside a Markdown quote reads like the original (the raw text keeps the `> ` marks).
+    frame = frame.with_columns(unquote(frame.get_column("text")).alias("text"))
     # Cheap literal scans first: most frames have no header, and then no row is looked at.
     heads = frame.filter(pl.col("text").str.contains_any(["loss"], ascii_case_insensitive=True))
     heads = heads.filter(pl.col("text").str.contains(HEADER)).select("line", _split(pl.col("text"), r"\s*(?:\t| {2,})\s*").alias("_names"))

@@ -44,8 +44,8 @@ PDSH_PREFIX = rf"{PDSH_HOST}(?:\[\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{
 # The task is a rank only when srun starts one task per GPU (with torchrun per node it is the node),
 # so it is cut and not taken for the rank.
 SRUN_LABEL = r"^ *(\d{1,5}): "
-# A log pasted inside a Markdown quote in an issue thread: `> ` before every line.
-QUOTE_MARK = r"^> ?"
+# A log pasted inside a Markdown quote in an issue thread: `> ` before every line (`> > ` when a reply quotes it).
+QUOTE_MARK = r"^(?:> ?)+"
 # Ray's log deduplication suffix (Ray >= 2.3): the line stood for several identical lines.
 RAY_REPEATED = r" \[repeated \d+x across cluster\]$"
 # A log collector's receive time in front of the child's line: `kubectl logs --timestamps` / `docker logs -t`
@@ -284,6 +284,13 @@ def _stamps(msg: pl.Series, year: int) -> pl.Series:
     return ts
 
 
+def unquote(msg: pl.Series) -> pl.Series:
+    """The lines without their Markdown quote marks, when most lines of the frame carry one (a quoted paste)."""
+    if msg.len() and msg.str.starts_with(">").sum() * 5 >= msg.len() * 3:
+        return msg.str.replace(QUOTE_MARK, "")
+    return msg
+
+
 def _peel_paste_and_labels(msg: pl.Series, year: int, lines: pl.Series | None = None) -> tuple[pl.Series, pl.Series | None, pl.Series | None]:
     """Remove quote marks, collector columns (compose name, receive time, journald) and task labels.
 
@@ -296,9 +303,7 @@ def _peel_paste_and_labels(msg: pl.Series, year: int, lines: pl.Series | None = 
     n = msg.len()
     if n == 0:
         return msg, None, None
-    quoted = msg.str.starts_with(">")
-    if quoted.sum() * 5 >= n * 3:
-        msg = msg.str.replace(QUOTE_MARK, "")
+    msg = unquote(msg)
     if msg.str.contains("\t20", literal=True).any():  # a tab right before a stamp's year (a cheap literal gate)
         proven = msg.str.extract(GH_STAMPED, 1).drop_nulls().unique()
         if proven.len():
