@@ -34,7 +34,8 @@ def detect_negative_loss(ctx: Context, th: dict) -> Detection | None:
     neg = rows.filter(pl.col("name").is_in(losses) & (pl.col("value") < th["negative_loss_below"]))
     acc = rows.filter(pl.col("name").is_in(accs)).group_by("file", "line").agg(pl.col("value").first().alias("acc"))
     # One row per line: the first negative loss of the line, with the line's accuracy.
-    lines = neg.sort("file", "line").unique(["file", "line"], keep="first", maintain_order=True).join(acc, on=["file", "line"])
+    lines = (neg.sort("file", "line").unique(["file", "line"], keep="first", maintain_order=True)
+             .join(acc, on=["file", "line"], maintain_order="left"))
     if lines.height < th["negative_loss_points"]:
         return None
     a = lines.get_column("acc")
