@@ -49,6 +49,9 @@ def prose_names(raw: pl.Series, *, snake_rest: bool = False) -> dict[str, str]:
     words = _table()["words"]
     prefix: dict[str, str] = words["prefix"]
     stem: dict[str, str] = words["stem"]
+    suffix: dict[str, str] = words["suffix"]
+    exact = _table()["alias"]
+    timing = set(words["suffix_not_after"])
     out: dict[str, str] = {}
     for name in raw.unique().drop_nulls().to_list():
         key = _snake(name)
@@ -60,7 +63,12 @@ def prose_names(raw: pl.Series, *, snake_rest: bool = False) -> dict[str, str]:
             parts = parts[1:]
         rest = "_".join(parts)
         # Exact aliases (and their unit factors) are applied to every row afterwards (apply_aliases).
-        out[name] = lead + stem[rest] if rest in stem else (key if snake_rest else name)
+        if rest in stem:
+            out[name] = lead + stem[rest]
+        elif len(parts) > 1 and parts[-1] in suffix and parts[-2] not in timing and key not in exact:
+            out[name] = lead + "_".join([*parts[:-1], suffix[parts[-1]]])
+        else:
+            out[name] = key if snake_rest else name
     return out
 
 

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from forensics.parsers import (
     blocks,
     followups,
+    free_table,
     metric_columns,
     metric_lines,
     nvsmi_table,
@@ -190,7 +191,7 @@ def _column_rows(cols: pl.DataFrame) -> pl.DataFrame:
     """metric_columns rows in the metric_lines schema (no rank prefix, stamp or segment on a bare-number row)."""
     return cols.select(
         "line", pl.lit(0).alias("seg"), pl.lit(None).alias("ts"), pl.lit(None).alias("rank"), "step", "name", "value",
-        pl.lit("columns").alias("source"),
+        pl.col("source") if "source" in cols.columns else pl.lit("columns").alias("source"),
     ).cast(metric_lines.SCHEMA)
 
 
@@ -202,6 +203,10 @@ def _read(src, year: int, out: _Output) -> tuple[ReadStats, dict]:
         profile_table.from_log(frame, state)  # prof.key_averages().table() printouts -> counters
         # Column tables (a header row, then bare numbers): their rows hold no needle, so the whole frame is read.
         cols = metric_columns.from_log(frame, state)
+        # `free` tables (host memory samples): their rows hold no needle either.
+        host = free_table.from_log(frame, state)
+        if host.height:
+            cols = pl.concat([cols.with_columns(pl.lit("columns").alias("source")), host], how="vertical_relaxed").sort("line")
         cand = candidates(frame, year)
         if cand.height == 0:
             if cols.height:

@@ -18,6 +18,10 @@ from forensics.contracts.model import Evidence, Onset
 
 # Training-loss spellings after canonicalisation (Megatron `lm loss`, fairseq/HF variants).
 LOSS = ("loss", "lm_loss", "train_loss", "training_loss", "loss_train", "train/loss")
+# Named losses where no total is logged (a GAN's `g_loss`/`d_real_loss`, TF-era `labeling_cost` -> labeling_loss):
+# each is part of the objective being trained. Not evaluation losses, nor the loss scale of fp16 training.
+LOSS_PART = r"(?:^|_)loss(?:_|$)"
+NOT_TRAIN_LOSS = r"^(?:eval|val|valid|validation|test|dev)_|loss_scale"
 GRAD_NORM = ("grad_norm",)
 LR = ("lr",)
 LOSS_SCALE = ("loss_scale",)

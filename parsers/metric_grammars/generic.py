@@ -249,8 +249,9 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     kv = pairs(df, KV_PAIR)
     if kv.height == 0:
         return empty_rows()
-    gate_name = canonical(pl.col("key"), NAMES)
     prose = prose_names(kv.get_column("key").str.strip_chars().str.to_lowercase())
+    # The word rules first (`targetspecific_cost` is a loss), then the grammar's own table.
+    gate_name = canonical(pl.col("key").str.strip_chars().str.to_lowercase().replace(prose), NAMES)
     # An accuracy alone on its line passes too (`validation accuracy:\t\t10.64 %`): one metric per line is a
     # common hand-printed shape, and the coverage test below still rejects prose.
     is_acc = pl.col("key").str.strip_chars().str.to_lowercase().replace_strict(prose, default="").str.contains(ACC_GATE)
@@ -300,8 +301,10 @@ SET_INDEX = r"(?i)^(?:test|val|valid|validation|eval|evaluation|dev) set$"
 # Retrieval-based-Voice-Conversion-WebUI#507), which the gate takes too (but `loss_scale` alone is no loss).
 KV_MATCH = (
     r"(?i)(?:loss|grad[_ ]norm|gnorm|ppl|perplexity)\s*[:= ]\s*[-+.\d]|(?:loss|grad[_ ]norm|gnorm|ppl|perplexity)\s*[:= ]\s*(?:nan|inf)"
+    # TF-era `cost` (`labeling_cost 0.10 targetspecific_cost nan`, `Epoch 1 cost: nan`): a loss by the word rules.
+    r"|cost\s*[:= ]\s*(?:[-+.\d]|nan|inf)"
     r"|\bloss_[a-z]\w*=(?:[-+.\d]|nan|inf)|accuracy\s*[:=]\s*[-+.\d]"
     rf"|{DATA_TIME_WORD}\s*[:=]\s*[.\d].*{STEP_TIME_WORD}\s*[:=]\s*[.\d]|{STEP_TIME_WORD}\s*[:=]\s*[.\d].*{DATA_TIME_WORD}\s*[:=]\s*[.\d]"
 )
 JSON_GRAMMAR = Grammar("json", ('{"',), JSON_MATCH, extract_json)
-KV_GRAMMAR = Grammar("generic", ("loss", "grad_norm", "grad norm", "gnorm", "perplexity", "accuracy", "_time"), KV_MATCH, extract_kv)
+KV_GRAMMAR = Grammar("generic", ("loss", "cost", "grad_norm", "grad norm", "gnorm", "perplexity", "accuracy", "_time"), KV_MATCH, extract_kv)

@@ -57,17 +57,29 @@ PLAYBOOK = declare(
                   verify="Compare each utterance's subsampled frame count with its token count; torch.autograd.set_detect_anomaly(True)",
                   fix="Drop utterances too short for their transcripts; ESPnet: --ctc_conf ignore_nan_grad=true "
                       "(CTCLoss(zero_infinity=True) in plain PyTorch)", prior=0.15),
+            Cause("targets_outside_loss_range", "Targets outside the range the loss assumes (class ids 0..K-1 fed to a binary/sigmoid "
+                  "cross-entropy, targets not in [0, 1] or not a distribution): the loss goes below zero and the accuracy stays put",
+                  verify="print(y.min(), y.max()) against the loss: binary_crossentropy wants 0/1, categorical one-hot rows",
+                  fix="Match the loss to the labels (sparse categorical cross-entropy with K outputs for class ids, or one-hot/0-1 targets)",
+                  prior=0.1),
         ),
         verify="Validate each batch in collate_fn: label range, token id range, torch.isfinite",
         fix="Fix the class count or vocabulary; filter corrupt samples",
         thresholds={
             "min_skipped_updates": Threshold(3, "updates a trainer skipped for a NaN gradient norm (with a finite loss) that show bad samples", "ours; one skipped step is a one-off"),
+            "negative_loss_points": Threshold(3, "logged lines with a loss below zero beside an accuracy that show targets outside the loss's range", "ours; one negative line may be a likelihood objective"),
+            "negative_loss_below": Threshold(-1e-3, "a loss below this is negative (above it, rounding of a loss at zero)", "ours"),
+            "negative_loss_acc_rise": Threshold(0.02, "rise of the accuracy over those lines (absolute) above which the model is learning the labels", "ours"),
+            "negative_loss_min_acc": Threshold(0.01, "accuracy below which the printed accuracy is no classification accuracy (continuous targets)", "ours"),
         },
         doc="""\
 ## Symptom
 `Target 10 is out of bounds`, the device assert `t >= 0 && t < n_classes`, a native check on a label bound
-(glog `Check failed: label < num_classes (2 vs. 2)`), `IndexError: index out of range in self` from an embedding, `srcIndex < srcSelectDimSize`, reports of NaN/Inf in inputs, or
-updates skipped again and again for a NaN gradient norm while the loss stays finite.
+(glog `Check failed: label < num_classes (2 vs. 2)`), `IndexError: index out of range in self` from an
+embedding, `srcIndex < srcSelectDimSize`, reports of NaN/Inf in inputs, or updates skipped again and again for a
+NaN gradient norm while the loss stays finite, or a training loss below zero on lines that also report an
+accuracy (a classification objective: cross-entropy cannot be negative unless the targets lie outside its
+range) for several lines while the accuracy does not rise.
 
 ## Why it matters
 On GPU the label error surfaces as an asynchronous device-side assert far from its cause; the fix is
@@ -89,6 +101,11 @@ count. A NaN gradient with a non-finite loss is nan-loss; an `inf` gradient norm
 scaling, and NaN skips where the log shows fp16 loss scaling, are overflow, not data; fewer than 3
 skipped updates are a one-off. Generic indexing asserts (IndexKernel `index out of bounds`, scatter/gather `idx_dim`) can come from
 any indexing in the program, not only from the data: device-assert reports them (out-of-range cause).
+Losses that may be negative by design stay quiet: a line that also logs a reward, a KL/ELBO/NLL/likelihood,
+policy/value, entropy, generator/discriminator or contrastive term; only the plain training (or evaluation)
+loss counts, only beside an accuracy, and only when that accuracy stays where it started (a likelihood objective
+such as a residual log-likelihood loss goes below zero while its accuracy rises); an accuracy under 1% is no
+classification accuracy (a regression or trading objective printing Keras' `acc`).
 """,
     )
 )

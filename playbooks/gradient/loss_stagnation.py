@@ -46,6 +46,7 @@ PLAYBOOK = declare(
             "chance_acc_tol": Threshold(0.25, "relative distance of the accuracy from 1/K that counts as at chance", "ours"),
             "chance_min_points": Threshold(3, "last logged points that must sit at ln(K) with the accuracy at 1/K", "ours"),
             "chance_min_points_loss_only": Threshold(5, "logged points needed when no accuracy is logged (the loss alone at ln(K) from the first point)", "ours"),
+            "late_slice_share": Threshold(0.25, "logged span over the last logged step below which the series is a late slice of a run (its first point no start of training)", "ours"),
             "lnv_tol": Threshold(0.05, "nats between the flat level and ln(V) of a common vocabulary size for the uniform-prediction case", "ours"),
         },
         doc="""\
@@ -65,7 +66,8 @@ other playbooks (LoRA, vanishing gradient, clipping, loss-scale runaway) explain
 
 ## Known false positives
 A loss that fell and then flattened has converged: the 10%-progress rule keeps it quiet unless the
-level is ln(V). Very short runs (fewer than 8 points in the tail, or under 50 steps) are not judged.
+level is ln(V). A late slice of a run (the logged steps span less than a quarter of the last step, a paste
+that starts mid-run) has no start to measure progress from: only ln(V) is judged there. Very short runs (fewer than 8 points in the tail, or under 50 steps) are not judged.
 """,
     )
 )
@@ -101,7 +103,12 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         return None
     start = float(s.head(max(3, n // 10)).get_column("value").median())
     vocab = M.nearest_vocab(level, th["lnv_tol"])
-    no_progress = level >= (1 - th["min_progress"]) * start
+    # A paste cut from late in a run (`step 1790` to `step 1910`) starts on a curve that already fell and now
+    # falls slowly under its noise: its first points are no start of training, so "no progress since the start"
+    # is not judged there (ln(V) still is).
+    first_step, last_step = int(s.item(0, "step")), int(s.item(-1, "step"))
+    late_slice = last_step > 0 and (last_step - first_step) < th["late_slice_share"] * last_step
+    no_progress = level >= (1 - th["min_progress"]) * start and not late_slice
     if not (no_progress or vocab):
         return None
     # Onset: first point from which the smoothed loss stays inside the flat band around the level.

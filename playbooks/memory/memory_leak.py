@@ -35,12 +35,16 @@ PLAYBOOK = declare(
             # to add them, with two wordings; the gpu module loaded first, so its wording is the one kept).
             "warmup_share": Threshold(0.1, "share of the training samples at the start left out: the caching allocator fills up there", "ours"),
             "late_slope_share": Threshold(0.5, "slope over the last third as a share of the overall slope below which the growth has plateaued", "ours"),
+            "short_min_points": Threshold(4, "samples of a short series (fewer than min_points) that decide when memory rises at every one of them", "issue 13 (short series decide when the signal is blatant)"),
+            "short_growth_share": Threshold(0.5, "growth over a short series as a share of its first sample", "ours"),
             "steady_util_pct": Threshold(50, "median utilisation (%) for the workload to count as steady (a busy GPU)", "ours"),
         },
         doc="""\
 ## Symptom
-Device or host memory (logged allocated/reserved/RSS series, or nvidia-smi memory.used under a steady
-workload) grows steadily across steps: positive slope, good linear fit, no plateau.
+Device or host memory (logged allocated/reserved/RSS series, host `used` memory of pasted procps `free`
+tables, or nvidia-smi memory.used under a steady workload) grows steadily across steps: positive slope,
+good linear fit, no plateau. A short series (4 to 9 samples: `free -s 1800` printed a few times) decides
+when memory rises at every sample and by half its first value or more.
 
 ## Why it matters
 A leak ends in an out-of-memory crash hours into the run; the OOM's own numbers then look like plain demand.
@@ -50,7 +54,8 @@ A leak ends in an out-of-memory crash hours into the run; the OOM's own numbers 
 
 ## Known false positives
 Warm-up growth that plateaus (the caching allocator filling, first evaluation) is not a leak: the fit
-is judged after the plateau check.
+is judged after the plateau check. A peak counter (`max`/`peak` memory) only ever rises, so a short series
+of one is not judged.
 """,
     )
 )

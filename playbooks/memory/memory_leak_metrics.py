@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 from forensics.playbooks import metric_series as M
 from forensics.playbooks.memory.memory_leak import PLAYBOOK
@@ -12,6 +14,8 @@ from forensics.contracts.model import Detection
 # Logged memory amounts (MiB after the parsers' unit conversion): allocated, reserved, RSS, "max mem".
 MEMORY = r"(^|_)(mem|memory|rss|vram|allocated|reserved)(_|$)"
 NOT_MEMORY = r"util|percent|pct|bandwidth|_frac|share"
+# A high-water mark rises at every sample by definition: no short series of one is a leak.
+PEAK = r"max|peak"
 
 
 
@@ -24,7 +28,7 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
         for part in s.partition_by("rank", maintain_order=True):
             part = part.sort("step")
             part = part.slice(int(part.height * th["warmup_share"]))
-            if part.height < th["min_points"]:
+            if part.height < th["min_points"] and not _rises_throughout(part, name, th):
                 continue
             t = M.ts.trend(part)
             if t is None or t.slope <= 0 or t.r2 < th["min_r2"]:
@@ -56,3 +60,13 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
         confidence=0.85,
         facts={"series": name, "slope_per_step": t.slope, "r2": t.r2, "growth_share": rel, "first": first["value"], "last": last["value"]},
     )
+
+
+def _rises_throughout(part: pl.DataFrame, name: str, th: dict) -> bool:
+    """A short series (a few `free` tables pasted over hours) that is blatant: above its previous sample at every
+    sample, and half its first value or more above it at the end."""
+    if part.height < th["short_min_points"] or re.search(PEAK, name):
+        return False
+    v = part.get_column("value")
+    first = float(v.item(0))
+    return bool((v.diff().drop_nulls() > 0).all()) and first > 0 and float(v.item(-1)) - first >= th["short_growth_share"] * first

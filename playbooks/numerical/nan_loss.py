@@ -86,7 +86,9 @@ Megatron's `Unexpected result` for a spiky (finite) loss is not a NaN. Evaluatio
 @PLAYBOOK.detector(("metrics", "events"))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """The first non-finite loss (or its stand-ins), its run length and what preceded it."""
-    loss = M.series(ctx, M.LOSS)
+    loss, name = M.series(ctx, M.LOSS), "loss"
+    if loss.height == 0:
+        loss, name = _parts(ctx)
     hit = M.ts.first_nonfinite(loss) if loss.height else None
     how = "loss"
     if hit is None:
@@ -112,7 +114,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         at = loss.filter(pl.col("step") == hit.step)
         if at.height and bool(at.get_column("value").is_finite().all()):
             masked = f"the logged loss is masked: {M.fmt(at.item(0, 'value'))}"
-    what = {"loss": f"loss is {hit.value}", "grad_norm": f"grad_norm is {hit.value} ({masked})",
+    what = {"loss": f"{name} is {hit.value}", "grad_norm": f"grad_norm is {hit.value} ({masked})",
             "nan_iterations": "Megatron counts NaN iterations"}[how]
     run = f" for {hit.points} logged points" if hit.points > 1 else " once"
     if hit.to_end:
@@ -137,6 +139,18 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         facts={"onset_step": hit.step, "nonfinite_points": hit.points, "signal": how, **facts},
         ranks=[rank] if rank is not None else [],
     )
+
+
+def _parts(ctx: Context) -> tuple[pl.DataFrame, str]:
+    """Where no total loss is logged, the named loss that turns non-finite first (a GAN's `g_loss`, `labeling_cost`):
+    a NaN in any part of the objective is a NaN loss, whether or not a finite value was logged before it."""
+    best: tuple[tuple, pl.DataFrame, str] | None = None
+    for name in M.names_like(ctx, M.LOSS_PART, exclude=M.NOT_TRAIN_LOSS):
+        s = M.series(ctx, name)
+        hit = M.ts.first_nonfinite(s) if s.height else None
+        if hit is not None and (best is None or (hit.step, hit.line or 0) < best[0]):
+            best = ((hit.step, hit.line or 0), s, name)
+    return (best[1], best[2]) if best else (M.series(ctx, M.LOSS), "loss")
 
 
 def _masked(ctx: Context, th: dict) -> M.ts.Onset | None:
