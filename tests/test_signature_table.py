@@ -45,8 +45,9 @@ def test_every_code_is_documented_in_the_table_header():
 def test_first_stage_needles_cover_every_needle_and_skip_healthy_lines():
     stage = signatures.needles()
     # One Aho-Corasick pass: the budget grows only with forms no family word covers (TensorFlow's `OOM when
-    # allocating tensor`, the localised `已杀死`, faulthandler's `(most recent call first):` and frame lines).
-    assert len(stage) < 115
+    # allocating tensor`, the localised `已杀死`, faulthandler's `(most recent call first):` and frame lines,
+    # TensorFlow's `Model diverged with loss = NaN`, the IDE's `Process finished with exit code`).
+    assert len(stage) < 117
     for sig in signatures.load():
         for needle in sig.needles:
             assert any(f in needle.lower() for f in stage), needle

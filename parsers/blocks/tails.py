@@ -63,7 +63,7 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
             q = pos - 1  # the exception line is the whole block
         elif not (frames or raised) or TB_START.search(str(text[q]) if q >= 0 else ""):
             continue  # not after frames or a raise statement, or the opener is there (a block the traceback pass reads)
-        if alone and _known(msg):
+        if alone and _known(msg, any_severity=True):
             continue  # a message the signature table reads as its own event
         if not frames and not alone and (not _raises_this(str(text[pos - 1])[len(prefix) :], msg) or _known(msg)):
             continue  # a raise of another exception, or a message the signature table reads as its own event
@@ -89,11 +89,12 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
     return events
 
 
-@lru_cache(maxsize=1)
-def _signature_forms() -> tuple[re.Pattern, ...]:
+@lru_cache(maxsize=2)
+def _signature_forms(any_severity: bool = False) -> tuple[re.Pattern, ...]:
     from forensics.parsers import signatures
 
-    return tuple(re.compile(sig.regex) for sig in signatures.load() if sig.severity == "error")
+    return tuple(re.compile(sig.regex) for sig in signatures.load()
+                 if sig.severity == "error" or (any_severity and sig.severity != "advice"))
 
 
 # The signatures run here with `re`, which backtracks: an exception line is looked at up to this many characters,
@@ -101,10 +102,11 @@ def _signature_forms() -> tuple[re.Pattern, ...]:
 KNOWN_CHARS = 1000
 
 
-def _known(msg: str) -> bool:
-    """Whether an error signature reads this exception line (its event already says the process failed)."""
+def _known(msg: str, any_severity: bool = False) -> bool:
+    """Whether an error signature (with `any_severity`, any non-advice one) reads this exception line: its event
+    already says what happened (a launcher's `SignalException` is the scheduler's stop, not a failure)."""
     msg = msg[:KNOWN_CHARS]
-    return any(rx.search(msg) for rx in _signature_forms())
+    return any(rx.search(msg) for rx in _signature_forms(any_severity))
 
 
 # Lines a runner prints after the process's last output: an IDE's exit footer, Hydra's hint.
