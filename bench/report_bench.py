@@ -1,6 +1,6 @@
 """Report benchmark: `forensics report` against `forensics analyze` on a generated run whose tables are cached.
 
-Usage: python bench/report_bench.py [--size-mb 250] [--repeat 1]
+Usage: python bench/report_bench.py [--size-mb 250] [--repeat 1] [--cache-dir DIR]
 
 The run folder and its Parquet cache come from bench/analyze_bench.py (bench/ingest_bench.py's generator,
 generated once under /tmp/forensics-bench and ingested once). Each contender runs in a fresh child
@@ -33,10 +33,11 @@ def main() -> int:
     ap.add_argument("--size-mb", type=int, default=250, help="decompressed size of the generated run folder")
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "forensics-bench")
     ap.add_argument("--repeat", type=int, default=1, help="run each contender this many times, keep the least CPU")
+    ap.add_argument("--cache-dir", type=Path, help="the run's Parquet cache (default: next to the run; ingested once)")
     args = ap.parse_args()
     base = ingest_bench.generate(args.size_mb, args.workdir)
     run = base / "run"
-    cache_dir = base / f"analyze-cache-{os.getuid()}"
+    cache_dir = args.cache_dir or base / f"analyze-cache-{os.getuid()}"
     analyze_bench.ensure_cache(run, cache_dir)
     print(f"run {run}; cache {cache_dir}; cores {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}")
     ana = analyze_bench.best([analyze_bench.child(REPO, run, cache_dir, "analyze", str(base / "analyze.json")) for _ in range(args.repeat)])

@@ -9,11 +9,12 @@ from dataclasses import dataclass, field
 import orjson
 import polars as pl
 
-from forensics.contracts.context import Context
+from forensics.contracts.context import Context, plain
 from forensics.contracts.model import Onset, Severity
 from forensics.engine import Analysis, Finding
 from forensics.playbooks.evidence import ranks_text
 from forensics.reports.postmortem.checkpoints import Save, find_saves
+from forensics.reports.postmortem.digest import around, extents, rows_at_times
 
 # Events that end a wait on a peer that already failed (the time between the failure and these is lost).
 TIMEOUT_CODES = ("nccl_watchdog_timeout", "nccl_heartbeat_timeout", "store_timeout", "store_socket_timeout",
@@ -99,26 +100,26 @@ def time_near(ctx: Context, file: str | None, line: int | None) -> dt.datetime |
     """The time of a line: that of the nearest earlier time-stamped row of the same file (events or metrics)."""
     if file is None or line is None:
         return None
-    best = None
-    cond = (pl.col("file") == file) & (pl.col("line") <= line) & pl.col("ts").is_not_null()
-    ev = ctx.table("events")
-    frames = [ev.filter(cond).select("line", "ts")] if ev.height else []
-    if ctx.has("metrics"):
-        frames.append(ctx.metrics_select("line", "ts", where=cond))
-    for f in frames:
-        if f.height:
-            cand = f.sort("line").get_column("ts")[-1]
-            best = cand if best is None or cand > best else best
-    return best
+
+    def compute() -> dt.datetime | None:
+        cands = []
+        ev = ctx.table("events")
+        if ev.height:
+            f = ev.filter((pl.col("file") == file) & (pl.col("line") <= line) & pl.col("ts").is_not_null()).sort("line")
+            cands += f.get_column("ts").tail(1).to_list()
+        cands += around(ctx, "ts", pl.DataFrame({"file": [file], "line": [line]})).get_column("back").to_list()
+        return max((c for c in cands if c is not None), default=None)
+
+    return ctx.memo(("postmortem", "time_near", file, line), compute)
 
 
 def run_span(ctx: Context) -> tuple[dt.datetime | None, dt.datetime | None]:
     """First and last time stamp of any metric or event row."""
     los, his = [], []
     if ctx.has("metrics"):
-        r = ctx.metrics_lazy().select(pl.col("ts").min().alias("a"), pl.col("ts").max().alias("b")).collect().row(0)
-        los.append(r[0])
-        his.append(r[1])
+        e = extents(ctx)
+        los.append(e.get_column("ts_min").min())
+        his.append(e.get_column("ts_max").max())
     ev = ctx.table("events")
     if ev.height:
         los.append(ev.get_column("ts").min())
@@ -189,7 +190,7 @@ def gpu_count(ctx: Context) -> tuple[int | None, str]:
         return int(max(ws)), "world size in the profiler trace"
     ranks: set[int] = set()
     if ctx.has("metrics"):
-        ranks |= {r for r in ctx.metrics_lazy().select(pl.col("rank").unique()).collect().get_column("rank").to_list() if r is not None}
+        ranks |= {r for r in extents(ctx).get_column("rank").to_list() if r is not None}
     ev = ctx.table("events")
     if ev.height:
         ranks |= {r for r in ev.get_column("rank").unique().to_list() if r is not None}
@@ -316,22 +317,16 @@ def lanes(ctx: Context, a: Analysis) -> list[Lane]:
     """Per-rank swim lanes: first and last metric line, first error, exit."""
     out: dict[int | None, Lane] = {}
     if ctx.has("metrics"):
-        # The first and last row per rank by time (by step when the logs carry no time): arg_min/arg_max are
-        # one pass each, where sorting every rank's rows was most of the report's cost on a big run.
-        lf = ctx.metrics_lazy()
-        key = "ts" if lf.select(pl.col("ts").is_not_null().any()).collect().item() else "step"
-        cols = ("ts", "step", "file", "line")
-        agg = (lf.filter(pl.col(key).is_not_null()).group_by("rank")
-               .agg(*[pl.col(c).get(pl.col(key).arg_min()).alias(f"f_{c}") for c in cols],
-                    *[pl.col(c).get(pl.col(key).arg_max()).alias(f"l_{c}") for c in cols])
-               .collect())
-        for r in agg.with_columns(pl.col(pl.Categorical).cast(pl.String)).iter_rows(named=True):
+        for r in _metric_ends(ctx).iter_rows(named=True):
             lane = out.setdefault(r["rank"], Lane(r["rank"]))
             lane.points.append(Point("first_metric", r["f_ts"], r["f_step"], r["f_file"], r["f_line"], "first metric line"))
             lane.points.append(Point("last_metric", r["l_ts"], r["l_step"], r["l_file"], r["l_line"], "last metric line"))
     ev = ctx.table("events")
     if ev.height:
-        ev = timed_events(ctx, ev.filter(pl.col("severity").is_in(["error", "info"]))).sort("ts_fill", "file", "line", nulls_last=True)
+        # Only the errors and the exits are marked: those are the rows whose time is looked up.
+        ev = ev.filter(pl.col("severity").is_in(["error", "info"])
+                       & ((pl.col("severity") == "error") | pl.col("code").is_in(list(EXIT_CODES))))
+        ev = timed_events(ctx, ev).sort("ts_fill", "file", "line", nulls_last=True)
         errs = ev.filter(pl.col("severity") == "error").group_by("rank", maintain_order=True).first()
         for r in errs.iter_rows(named=True):
             lane = out.setdefault(r["rank"], Lane(r["rank"]))
@@ -348,20 +343,46 @@ def lanes(ctx: Context, a: Analysis) -> list[Lane]:
     return [out[k] for k in sorted(out, key=lambda r: (r is None, r if r is not None else 0))]
 
 
+def _metric_ends(ctx: Context) -> pl.DataFrame:
+    """Per rank, the first and last metrics row by time (by step when the logs carry no time): f_/l_ ts, step, file, line."""
+    cols = ("ts", "step", "file", "line")
+    e = extents(ctx)
+    if e.get_column("ts_min").is_not_null().any():
+        ends = e.group_by("rank").agg(pl.col("ts_min").min().alias("_a"), pl.col("ts_max").max().alias("_b"))
+        # The rows at those times, read by a filter on a handful of values; a tie goes to the earliest line.
+        rows = rows_at_times(ctx, ends.get_column("_a").drop_nulls().to_list() + ends.get_column("_b").drop_nulls().to_list())
+        rows = rows.join(ends, on="rank", nulls_equal=True).sort("file", "line")
+        first = rows.filter(pl.col("ts") == pl.col("_a")).group_by("rank", maintain_order=True).first()
+        last = rows.filter(pl.col("ts") == pl.col("_b")).group_by("rank", maintain_order=True).first()
+        return (first.select("rank", *[pl.col(c).alias(f"f_{c}") for c in cols])
+                .join(last.select("rank", *[pl.col(c).alias(f"l_{c}") for c in cols]), on="rank", how="left", nulls_equal=True))
+    lf = ctx.metrics_lazy().filter(pl.col("step").is_not_null())
+    return plain(lf.group_by("rank").agg(*[pl.col(c).get(pl.col("step").arg_min()).alias(f"f_{c}") for c in cols],
+                                         *[pl.col(c).get(pl.col("step").arg_max()).alias(f"l_{c}") for c in cols]).collect())
+
+
 def timed_events(ctx: Context, ev: pl.DataFrame) -> pl.DataFrame:
     """Events with `ts_fill`: their own time, else that of the nearest earlier time-stamped row (event or
     metric) of the same file, else of the nearest later one (a traceback's lines carry no time)."""
-    need = ev.filter(pl.col("ts").is_null()).get_column("file").unique().to_list()
-    if not need:
+    todo = ev.filter(pl.col("ts").is_null()).select("file", "line").unique()
+    if todo.height == 0:
         return ev.with_columns(pl.col("ts").alias("ts_fill"))
-    timed = [ctx.table("events").filter(pl.col("ts").is_not_null() & pl.col("file").is_in(need)).select("file", "line", "ts")]
-    if ctx.has("metrics"):
-        timed.append(ctx.metrics_select("file", "line", "ts", where=pl.col("ts").is_not_null() & pl.col("file").is_in(need)))
-    stamps = pl.concat(timed).rename({"ts": "_t"}).sort("line")
-    out = ev.with_row_index("_i").sort("line")
-    near = [out.join_asof(stamps, on="line", by="file", strategy=s, check_sortedness=False).get_column("_t")
-            for s in ("backward", "forward")]
-    return out.with_columns(pl.coalesce(pl.col("ts"), *near).alias("ts_fill")).sort("_i").drop("_i")
+    stamped = (ctx.table("events").filter(pl.col("ts").is_not_null() & pl.col("file").is_in(todo.get_column("file").unique().to_list()))
+               .select("file", "line", pl.col("line").alias("_el"), pl.col("ts").alias("_et")).sort("line"))
+    near = todo.sort("line")
+    near = pl.concat([near.join_asof(stamped, on="line", by="file", strategy=s, check_sortedness=False)
+                      .rename({"_el": f"e_{s}_line", "_et": f"e_{s}"}).drop("file", "line") for s in ("backward", "forward")]
+                     + [near], how="horizontal")
+    m = around(ctx, "ts", todo) if ctx.has("metrics") else todo.with_columns(
+        *[pl.lit(None).alias(c) for c in ("back_line", "back", "fwd_line", "fwd")])
+    near = near.join(m, on=["file", "line"], how="left")
+    # The nearer of the event and the metric stamp on each side (a tie: the metric looking back, the event ahead).
+    back = pl.when(pl.col("back_line").is_not_null() & (pl.col("e_backward_line").is_null() | (pl.col("back_line") >= pl.col("e_backward_line"))))
+    fwd = pl.when(pl.col("e_forward_line").is_not_null() & (pl.col("fwd_line").is_null() | (pl.col("e_forward_line") <= pl.col("fwd_line"))))
+    near = near.select("file", "line", back.then(pl.col("back")).otherwise(pl.col("e_backward")).alias("_b"),
+                       fwd.then(pl.col("e_forward")).otherwise(pl.col("fwd")).alias("_f"))
+    return (ev.join(near, on=["file", "line"], how="left", maintain_order="left")
+            .with_columns(pl.coalesce("ts", "_b", "_f").alias("ts_fill")).drop("_b", "_f"))
 
 
 def unchecked_files(ctx: Context) -> list[dict]:
@@ -410,10 +431,9 @@ def checkpoint_saves(ctx: Context) -> list[Save]:
     need = sorted({s.file for s in saves if s.step is None})
     if not need or not ctx.has("metrics"):
         return saves
-    # One pass over the metrics for every save line (a long run saves thousands of times).
-    steps = (ctx.metrics_select("file", "line", "step", where=pl.col("file").is_in(need) & pl.col("step").is_not_null())
-             .sort("line"))
-    want = pl.DataFrame({"file": [s.file for s in saves], "line": [s.line - 1 for s in saves]}).with_row_index("i").sort("line")
-    got = want.join_asof(steps, on="line", by="file", strategy="backward", check_sortedness=False).sort("i").get_column("step").to_list()
+    # One aggregation over the metrics for every save line (a long run saves thousands of times).
+    want = pl.DataFrame({"file": [s.file for s in saves], "line": [s.line - 1 for s in saves]})
+    got = want.join(around(ctx, "step", want.filter(pl.col("file").is_in(need))), on=["file", "line"], how="left",
+                    maintain_order="left").get_column("back").to_list()
     return [s if s.step is not None else dataclasses.replace(s, step=int(got[i]) if got[i] is not None else None)
             for i, s in enumerate(saves)]

@@ -1,4 +1,4 @@
-"""Drawing only: prepared series and lanes to deterministic SVG text with matplotlib's Agg backend."""
+"""Drawing only: prepared series and lanes to deterministic SVG text with matplotlib's SVG backend."""
 
 from __future__ import annotations
 
@@ -7,16 +7,14 @@ import io
 import re
 
 import matplotlib
+import matplotlib.dates as mdates
+from matplotlib.backends.backend_svg import FigureCanvasSVG
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.transforms import blended_transform_factory
 
-matplotlib.use("Agg")  # no display, no GUI toolkit: the report runs on servers and in CI
-
-import matplotlib.dates as mdates  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
-from matplotlib.transforms import blended_transform_factory  # noqa: E402
-
-from forensics.reports.postmortem.facts import Lane  # noqa: E402
-from forensics.reports.postmortem.series import PlotData  # noqa: E402
+from forensics.reports.postmortem.facts import Lane
+from forensics.reports.postmortem.series import PlotData
 
 # Text from the input (metric names in legends) is drawn as text, never parsed as math ($...$);
 # text as <text> elements keeps the page small and searchable.
@@ -25,6 +23,8 @@ RC = {"svg.fonttype": "none", "text.parse_math": False, "font.size": 9, "axes.ti
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 MAX_LANES = 40
 MARGINS = {"left": 0.09, "right": 0.985, "bottom": 0.2, "top": 0.8}
+# The timeline's frame in inches: lane names on the left, the legend on the right, title above, time axis below.
+LANE_MARGINS_IN = {"left": 0.75, "right": 1.4, "bottom": 0.5, "top": 0.3}
 POINT_STYLE = {  # kind -> marker, colour, size, legend label
     "first_metric": ("o", "#1f77b4", 5, "first metric line"),
     "last_metric": ("|", "#1f77b4", 12, "last metric line"),
@@ -39,13 +39,19 @@ def gid(*parts: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", "-".join(parts).lower()).strip("-")
 
 
-def to_svg(fig, salt: str) -> str:
+def _figure(width: float, height: float) -> tuple[Figure, object]:
+    """A figure and its axes on the SVG canvas: no pyplot (no figure registry, no Agg canvas drawn for nothing)."""
+    fig = Figure(figsize=(width, height), dpi=100)
+    FigureCanvasSVG(fig)
+    return fig, fig.add_subplot()
+
+
+def to_svg(fig: Figure, salt: str) -> str:
     """The figure as an inline <svg> element: no XML prolog, DOCTYPE, metadata or namespace URLs, same
     bytes for the same input (hash salt fixed per figure so ids of two figures on one page never collide)."""
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": salt}):
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
-    plt.close(fig)
     text = buf.getvalue()
     text = text[text.index("<svg"):]
     text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.S)
@@ -71,8 +77,8 @@ def _xs(values: list[float], x_kind: str) -> list[float]:
 def plot(p: PlotData, onsets: list[tuple[float, str, bool]], log_y: bool = False) -> str:
     """One series plot: lines per series, NaN/Inf as markers on the top edge, onsets as vertical lines,
     shaded spans (throttling, skipped steps)."""
-    with plt.rc_context(RC):
-        fig, ax = plt.subplots(figsize=(8.5, 2.6), dpi=100)
+    with matplotlib.rc_context(RC):
+        fig, ax = _figure(8.5, 2.6)
         for i, s in enumerate(p.series):
             colour = COLORS[i % len(COLORS)]
             if s.x:
@@ -107,7 +113,8 @@ def plot(p: PlotData, onsets: list[tuple[float, str, bool]], log_y: bool = False
         if p.x_kind == "time":
             _time_axis(ax)
         ax.set_xlabel({"step": "step", "time": "time (UTC)", "line": "line / sample"}[p.x_kind])
-        ax.set_title(p.title, loc="left", pad=12)
+        # A fixed title height (y given): matplotlib otherwise measures every tick label to place it, at each draw.
+        ax.set_title(p.title, loc="left", pad=12, y=1.0)
         if p.series:
             ax.legend(loc="upper right", fontsize=7, ncols=min(3, len(p.series) + 1), framealpha=0.8)
         # Fixed margins, not tight_layout: every series plot has the same frame (title and onset labels above,
@@ -126,8 +133,9 @@ def timeline(lanes: list[Lane], by_time: bool) -> str:
             return mdates.date2num(pt.ts) if pt.ts is not None else None
         return float(pt.step) if pt.step is not None else None
 
-    with plt.rc_context(RC):
-        fig, ax = plt.subplots(figsize=(8.5, 0.9 + 0.32 * max(len(shown), 2)), dpi=100)
+    height = 0.9 + 0.32 * max(len(shown), 2)
+    with matplotlib.rc_context(RC):
+        fig, ax = _figure(8.5, height)
         seen: set[str] = set()
         for y, lane in enumerate(shown):
             xs = [(pt, xof(pt)) for pt in lane.points]
@@ -157,7 +165,9 @@ def timeline(lanes: list[Lane], by_time: bool) -> str:
             ax.set_xlabel("time (UTC)")
         else:
             ax.set_xlabel("step (the logs carry no time stamps)")
-        ax.set_title("Timeline", loc="left")
+        ax.set_title("Timeline", loc="left", y=1.0)
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, framealpha=0.8)
-        fig.tight_layout()
+        # Fixed margins in inches (lane names, legend, axis label), not tight_layout: that draws the figure twice.
+        m = LANE_MARGINS_IN
+        fig.subplots_adjust(left=m["left"] / 8.5, right=1 - m["right"] / 8.5, bottom=m["bottom"] / height, top=1 - m["top"] / height)
         return to_svg(fig, "timeline")

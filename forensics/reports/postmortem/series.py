@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from forensics.contracts.context import Context
+from forensics.contracts.context import Context, plain
+from forensics.reports.postmortem import digest
 
 # Pixel columns of a plot: a series longer than twice this keeps its min and max per column.
 WIDTH = 600
@@ -74,84 +75,139 @@ def decimate(df: pl.DataFrame, by: list[str], width: int = WIDTH) -> pl.DataFram
     return d.drop("_col", "_n").sort([*by, "x"])
 
 
-def _x_of(df: pl.DataFrame) -> tuple[pl.Expr, str]:
-    if df.get_column("step").null_count() == 0:
-        return pl.col("step").cast(pl.Float64), "step"
-    if df.get_column("ts").null_count() == 0:
-        return pl.col("ts").dt.epoch("us").cast(pl.Float64) / 1e6, "time"
-    return pl.col("line").cast(pl.Float64), "line"
-
-
 def _rank_order(ranks: list, prefer: list[int]) -> list:
-    first = [r for r in prefer if r in ranks]
+    first = [r for r in dict.fromkeys(prefer) if r in ranks]
     return first + [r for r in sorted(ranks, key=lambda r: (r is None, r or 0)) if r not in first]
 
 
-def metric_plot(ctx: Context, key: str, title: str, names: list[str], prefer: list[int]) -> PlotData | None:
-    """One metric plot: per (name, rank) series, decimated; ranks merged when they log the same values."""
-    rows = ctx.metrics_select("name", "rank", "step", "ts", "line", "value", where=pl.col("name").is_in(names))
-    if rows.height == 0:
-        return None
-    x, x_kind = _x_of(rows)
-    rows = rows.with_columns(x.alias("x"), pl.col("value").alias("y"), pl.col("rank").fill_null(-1).alias("rank"))
-    note = ""
-    ranks = rows.get_column("rank").unique().to_list()
-    if len(ranks) > 1:
-        spread = rows.group_by("name", "x").agg(pl.col("y").n_unique().alias("k")).get_column("k").max()
-        if spread == 1:
-            # Every rank logs the same values (a synchronised loss): one line says it all.
-            note = f"{len(ranks)} ranks log identical values; rank {min(ranks)} drawn"
-            rows = rows.filter(pl.col("rank") == min(ranks))
-        elif len(ranks) > MAX_RANKS:
-            keep = _rank_order(ranks, prefer)[:MAX_RANKS]
-            note = f"{len(ranks)} ranks; drawn: {', '.join(str(r) for r in keep)}"
-            rows = rows.filter(pl.col("rank").is_in(keep))
-    finite = decimate(rows.filter(pl.col("y").is_finite()), ["name", "rank"])
-    bad = rows.filter(~pl.col("y").is_finite())
-    if bad.height:
-        # NaN/Inf points are markers, not gaps: keep one per pixel column.
-        lo, hi = rows.get_column("x").min(), rows.get_column("x").max()
-        span = (hi - lo) or 1.0
-        bad = bad.with_columns(((pl.col("x") - lo) / span * (WIDTH - 1)).floor().alias("_c")).unique(
-            subset=["name", "rank", "_c"], keep="first", maintain_order=True)
-    series = []
-    many_ranks = finite.get_column("rank").n_unique() > 1 or bad.get_column("rank").n_unique() > 1
-    groups = sorted({(n, r) for n, r in finite.select("name", "rank").iter_rows()} | {(n, r) for n, r in bad.select("name", "rank").iter_rows()},
-                    key=lambda nr: (names.index(nr[0]) if nr[0] in names else len(names), nr[0], nr[1]))
-    for name, rank in groups:
-        f = finite.filter((pl.col("name") == name) & (pl.col("rank") == rank))
-        b = bad.filter((pl.col("name") == name) & (pl.col("rank") == rank))
-        label = name + (f" rank {rank}" if many_ranks and rank != -1 else "")
-        series.append(Series(label, f.get_column("x").to_list(), f.get_column("y").to_list(), b.get_column("x").to_list()))
-    return PlotData(key, title, x_kind, series, rows.height, note)
+@dataclass
+class _Spec:
+    """One metric plot before its rows are read: names, x kind and the per-(name, rank) extents."""
+
+    key: str
+    title: str
+    names: list[str]
+    x_kind: str
+    ext: pl.DataFrame
 
 
 def skipped_steps(ctx: Context) -> list[tuple[float, float, str]]:
     """Steps the optimizer skipped (the `skipped_steps` counter went up), as spans of one step."""
     if "skipped_steps" not in ctx.metric_names:
         return []
-    s = ctx.metrics_select("step", "value", where=(pl.col("name") == "skipped_steps") & pl.col("step").is_not_null())
-    s = s.group_by("step").agg(pl.col("value").max()).sort("step")
+    s = (ctx.metrics_lazy().filter((pl.col("name") == "skipped_steps") & pl.col("step").is_not_null())
+         .group_by("step").agg(pl.col("value").max()).collect().sort("step"))
     hit = s.filter(pl.col("value").diff() > 0).get_column("step").head(500).to_list()
     return [(float(x) - 0.5, float(x) + 0.5, "skipped step") for x in hit]
 
 
-def metric_plots(ctx: Context, prefer: list[int]) -> list[PlotData]:
-    """Every metric plot that has data."""
-    if not ctx.has("metrics"):
-        return []
+def _specs(ctx: Context) -> list[_Spec]:
     present = ctx.metric_names
-    skipped = skipped_steps(ctx)
+    ext = digest.extents(ctx).with_columns(pl.col("rank").fill_null(-1))
     out = []
     for key, title, names in METRIC_PLOTS:
         wanted = sorted(n for n in present if MEMORY.match(n)) if names is None else [n for n in names if n in present]
-        if not wanted:
+        e = ext.filter(pl.col("name").is_in(wanted))
+        if e.height == 0:
             continue
-        p = metric_plot(ctx, key, title, wanted, prefer)
-        if p is not None:
-            if p.x_kind == "step" and key in ("loss", "loss_scale"):
-                p.spans = skipped
-            out.append(p)
+        x_kind = "step" if e.get_column("step_nulls").sum() == 0 else "time" if e.get_column("ts_nulls").sum() == 0 else "line"
+        out.append(_Spec(key, title, wanted, x_kind, e))
+    return out
+
+
+def _read(ctx: Context, specs: list[_Spec]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Every plot's decimated points and each multi-rank name's largest count of distinct values at one x (1: the
+    ranks log the same values), from one scan of the metrics rows of the plotted names.
+
+    Per (name, rank) and pixel column of its x range, the first rows holding the min and the max (so spikes
+    survive); a series short enough keeps one row per (column, value); non-finite rows keep one per pixel column
+    of the plot's x range (`col` < 0)."""
+    names = [n for sp in specs for n in sp.names]
+    kind_of = {n: sp.x_kind for sp in specs for n in sp.names}
+    x = pl.col("line").cast(pl.Float64)
+    for kind in ("time", "step"):
+        x = pl.when(pl.col("name").is_in([n for n in names if kind_of[n] == kind])).then(digest.X_SOURCES[kind]).otherwise(x)
+    groups = []
+    for sp in specs:
+        e = sp.ext
+        plo, phi = e.get_column(f"{sp.x_kind}_lo").min(), e.get_column(f"{sp.x_kind}_hi").max()
+        groups.append(e.select(pl.col("name").replace_strict({n: i for i, n in enumerate(names)}, return_dtype=pl.UInt32).alias("_nid"),
+                               pl.col("rank").cast(pl.Int32), pl.col(f"{sp.x_kind}_lo").alias("_lo"),
+                               pl.col(f"{sp.x_kind}_hi").alias("_hi"), pl.lit(plo).alias("_plo"), pl.lit(phi).alias("_phi"),
+                               (pl.col("n_finite") <= 2 * WIDTH).alias("_whole")))
+    g = pl.concat(groups).with_columns(_span(pl.col("_lo"), pl.col("_hi")).alias("_span"), _span(pl.col("_plo"), pl.col("_phi")).alias("_pspan"))
+    rows = (ctx.metrics_lazy().filter(pl.col("name").is_in(names))
+            .select("name", pl.col("rank").fill_null(-1), x.alias("x"), pl.col("value").alias("y")))
+    fin = pl.col("y").is_finite()
+    col = pl.when(fin).then(((pl.col("x") - pl.col("_lo")) / pl.col("_span") * (WIDTH - 1)).floor()).otherwise(
+        -1 - ((pl.col("x") - pl.col("_plo")) / pl.col("_pspan") * (WIDTH - 1)).floor()).cast(pl.Int64)
+    points = (rows.with_columns(pl.col("name").cast(pl.Enum(names)).to_physical().alias("_nid"))
+              .join(g.lazy(), on=["_nid", "rank"], how="left")
+              .with_columns(col.alias("_col"), pl.when(fin & pl.col("_whole")).then(pl.col("y")).alias("_ykey"))
+              .group_by("name", "rank", "_col", "_ykey")
+              # Streaming aggregations only (a row's x at the min would hold every row): within one pixel column the
+              # min is drawn at its first x and the max at its last, one pixel apart at most.
+              .agg(pl.col("y").min().alias("y_min"), pl.col("y").max().alias("y_max"),
+                   pl.col("x").min().alias("x_min"), pl.col("x").max().alias("x_max")))
+    multi = [n for sp in specs for n in sp.names if sp.ext.get_column("rank").n_unique() > 1]
+    spread = (rows.filter(pl.col("name").is_in(multi)).group_by("name", "x").agg(pl.col("y").n_unique().alias("k"))
+              .group_by("name").agg(pl.col("k").max()))
+    got = pl.collect_all([points, spread], engine="streaming")
+    return plain(got[0]), plain(got[1])
+
+
+def _span(lo: pl.Expr, hi: pl.Expr) -> pl.Expr:
+    return pl.when(hi > lo).then(hi - lo).otherwise(1.0)
+
+
+def _plot(sp: _Spec, points: pl.DataFrame, spread: dict[str, int], prefer: list[int]) -> PlotData:
+    """One metric plot from the decimated points: ranks merged when they log the same values, at most MAX_RANKS."""
+    ranks = sp.ext.get_column("rank").unique().to_list()
+    keep = ranks
+    note = ""
+    if len(ranks) > 1:
+        if max(spread.get(n, 1) for n in sp.names) == 1:
+            # Every rank logs the same values (a synchronised loss): one line says it all.
+            note = f"{len(ranks)} ranks log identical values; rank {min(ranks)} drawn"
+            keep = [min(ranks)]
+        elif len(ranks) > MAX_RANKS:
+            keep = _rank_order(ranks, prefer)[:MAX_RANKS]
+            note = f"{len(ranks)} ranks; drawn: {', '.join(str(r) for r in keep)}"
+    pts = points.filter(pl.col("name").is_in(sp.names) & pl.col("rank").is_in(keep))
+    good = pts.filter(pl.col("_col") >= 0)
+    finite = (pl.concat([good.select("name", "rank", pl.col("x_min").alias("x"), pl.col("y_min").alias("y")),
+                         good.filter(pl.col("y_max") != pl.col("y_min")).select("name", "rank", pl.col("x_max").alias("x"), pl.col("y_max").alias("y"))])
+              .sort("name", "rank", "x", "y"))
+    bad = pts.filter(pl.col("_col") < 0).select("name", "rank", pl.col("x_min").alias("x")).sort("name", "rank", "x")
+    many_ranks = finite.get_column("rank").n_unique() > 1 or bad.get_column("rank").n_unique() > 1
+    groups = sorted({(n, r) for n, r in finite.select("name", "rank").iter_rows()} | {(n, r) for n, r in bad.select("name", "rank").iter_rows()},
+                    key=lambda nr: (sp.names.index(nr[0]) if nr[0] in sp.names else len(sp.names), nr[0], nr[1]))
+    series = []
+    for name, rank in groups:
+        f = finite.filter((pl.col("name") == name) & (pl.col("rank") == rank))
+        b = bad.filter((pl.col("name") == name) & (pl.col("rank") == rank))
+        label = name + (f" rank {rank}" if many_ranks and rank != -1 else "")
+        series.append(Series(label, f.get_column("x").to_list(), f.get_column("y").to_list(), b.get_column("x").to_list()))
+    rows = int(sp.ext.filter(pl.col("rank").is_in(keep)).get_column("n").sum())
+    return PlotData(sp.key, sp.title, sp.x_kind, series, rows, note)
+
+
+def metric_plots(ctx: Context, prefer: list[int]) -> list[PlotData]:
+    """Every metric plot that has data (their rows read once, aggregated per pixel column as they are read)."""
+    if not ctx.has("metrics"):
+        return []
+    specs = _specs(ctx)
+    if not specs:
+        return []
+    points, spread = _read(ctx, specs)
+    spread_of = dict(zip(spread.get_column("name").to_list(), spread.get_column("k").to_list(), strict=True))
+    skipped = skipped_steps(ctx)
+    out = []
+    for sp in specs:
+        p = _plot(sp, points, spread_of, prefer)
+        if p.x_kind == "step" and sp.key in ("loss", "loss_scale"):
+            p.spans = skipped
+        out.append(p)
     return out
 
 
