@@ -142,7 +142,10 @@ def test_traceback_with_its_opener_is_not_doubled(tmp_path):
 
 
 def test_exception_line_after_indented_text_without_frames_is_not_a_traceback(tmp_path):
-    """Near miss: an indented config dump then an error record, with no `File "..."` frame above it."""
-    text = "    lr: 0.001\n    batch_size: 8\nValueError: bad config\n"
+    """Near miss: an indented config dump then an error record, with no `File "..."` frame above it: the config
+    lines are no frames (mid-log, nothing is read; as the log's last line, the error line alone is its end)."""
+    text = "    lr: 0.001\n    batch_size: 8\nValueError: bad config\nstep 1 loss 2.3\n"
     ev = frame(ingest_text(tmp_path, text), "events")
     assert ev.filter(pl.col("code") == "python_traceback").height == 0
+    last = frame(ingest_text(tmp_path / "end", text.rsplit("step", 1)[0]), "events").filter(pl.col("code") == "python_traceback")
+    assert last.select("line", "end_line").rows() == [(3, 3)]

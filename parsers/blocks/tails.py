@@ -58,7 +58,10 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
             elif not (_TAIL_CODE.match(body) or (q > 0 and _BARE_FRAME.match(str(text[q - 1])[len(prefix) :]))):
                 break  # neither a frame nor the source line under one (de-indented by the paste: the frame above says so)
             q -= 1
-        alone = not (frames or raised) and pos == last and _LAST_EXC.match(msg) is not None
+        # Alone: no frames above, and the line above is not another exception line (whose message this continues,
+        # as `BackendCompilerFailed: backend='inductor' raised:` then the wrapped `ImportError: …`).
+        alone = (not (frames or raised) and pos == last and _LAST_EXC.match(msg) is not None
+                 and not (pos > 0 and EXC_TYPE.match(str(text[pos - 1])[len(prefix):].strip())))
         if alone:
             q = pos - 1  # the exception line is the whole block
         elif not (frames or raised) or TB_START.search(str(text[q]) if q >= 0 else ""):
