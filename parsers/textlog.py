@@ -196,7 +196,11 @@ def _column_rows(cols: pl.DataFrame) -> pl.DataFrame:
 
 def _last_lines(frame: pl.DataFrame, starts: np.ndarray | None, tails: pl.DataFrame | None) -> pl.DataFrame | None:
     """The last non-blank row of each file so far (`_f`: the file's index among joined logs, else 0)."""
-    rows = frame.select("line", "seg", "text").filter(pl.col("text").str.strip_chars().str.len_chars() > 0)
+    nonblank = pl.col("text").str.strip_chars().str.len_chars() > 0
+    rows = frame.select("line", "seg", "text")
+    # One log: only the frame's last rows can hold its last line (a big log's frames are not scanned whole).
+    tail = rows.tail(256).filter(nonblank) if starts is None else None
+    rows = tail if tail is not None and tail.height else rows.filter(nonblank)
     if rows.height == 0:
         return tails
     seg = np.zeros(rows.height, dtype=np.int32) if starts is None else \

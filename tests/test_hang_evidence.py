@@ -128,3 +128,16 @@ def test_fresh_bar_without_a_finished_loop_before_is_quiet(tmp_path):
 
 def test_advanced_bar_after_a_save_is_quiet(tmp_path):
     assert not _problems(_analyze(tmp_path, [BAR_DONE, SAVED, BAR_FRESH, "Epoch 1:  10%|█         | 50/500 [00:06<00:54,  8.3it/s]"])[0])
+
+
+def test_joined_small_logs_each_get_their_own_last_line(tmp_path):
+    # Many small logs are parsed joined (textlog.parse_many): each file's stop is its own, at its own line.
+    from forensics.parsers import textlog
+
+    logs = [("a.log", (BAR_DONE + "\n" + SAVED + "\n" + BAR_FRESH + "\n\n").encode()),
+            ("b.log", "\n".join(EXT_LOAD).encode()),
+            ("c.log", (EXT_LOAD[0] + "\n").encode())]
+    tables, _ = textlog.parse_many(logs, 2024)
+    ends = pl.from_arrow(tables["events"]).filter(pl.col("code") == "log_end")
+    assert ends.select(pl.col("file").cast(pl.String), "line", "fields").rows() == [
+        ("a.log", 3, '{"form":"fresh_bar"}'), ("c.log", 1, '{"form":"extension_build"}')]
