@@ -68,7 +68,7 @@ def test_horovod_stalled_ranks_list_names_the_missing_rank(tmp_path):
     head = ev.filter(pl.col("code") == "horovod_stall_list").row(0, named=True)
     assert (head["line"], head["end_line"], json.loads(head["fields"])["missing_ranks"]) == (3, 4, "6")
     top = _problems(a)[0]
-    assert top.id == "collective-mismatch" and "rank 6 never submitted" in top.summary
+    assert top.id == "collective-mismatch" and "rank 6 never submitted" in top.summary and top.onset.rank == 6
     assert {("console.log", 2), ("console.log", 3)} <= {(e.file, e.line) for e in top.evidence}
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import polars as pl
 from forensics.playbooks.distributed.collective_mismatch import PLAYBOOK
 from forensics.playbooks.evidence import detection, events, ranks_text
@@ -40,7 +42,11 @@ def detect_horovod_stall(ctx: Context, th: dict) -> Detection | None:
     who = (f"{ranks_text(missing)} never submitted" if missing
            else f"only {ranks_text(ready)} submitted" if ready else "a subset of ranks submitted")
     what = f" ({len(tensors)} tensors, e.g. {tensors[0]})" if tensors else ""
-    return detection(ev, f"Horovod stall: {who} the tensors{what} the other ranks wait on, and the run makes no progress "
+    found = detection(ev, f"Horovod stall: {who} the tensors{what} the other ranks wait on, and the run makes no progress "
                           "after it: ranks submit different (differently named) collectives, or some never reach them",
                       {"divergent_code_path": 0.8, "uneven_data": 0.4}, confidence=0.85,
                       facts={"missing_ranks": missing, "ready_ranks": ready, "stalled_tensors": len(tensors)})
+    if len(missing) == 1:
+        # The rank the others wait for is where to look (the report itself comes from the coordinator, rank 0).
+        found.onset = replace(found.onset, rank=missing[0])
+    return found
