@@ -1,7 +1,7 @@
 """Signature events completed from the lines around them: NCCL `Last error:` details, messages a paste
 wrapped onto two lines, the ranks of torchrun report rows, the two lines of an old kernel's OOM kill, and what
 the line after a message names (Dynamo's recompiled function, DDP's parameter marked ready twice, load_state_dict's
-first mismatched key).
+first mismatched key, Horovod's stalled-rank list).
 
 The signature table matches one line at a time; a few messages carry their meaning on the next
 line(s). Only the (sparse) events that can have such a continuation are looked at, so Python
@@ -46,6 +46,10 @@ _NEXT_LINE = {
         r"|size mismatch for (?P<param>\S+): copying a param with shape torch\.Size\((?P<ckpt_shape>\[[^\]]*\])\) from checkpoint, "
         r"the shape in current model is torch\.Size\((?P<model_shape>\[[^\]]*\])\))"),
 }
+# Horovod's `Stalled ranks:` / `Missing ranks:` header is followed by one `<rank>[!]: [tensor, ... ...]` line per
+# rank the others wait for (`!`: stalled past the shutdown time); a line of that shape alone proves nothing.
+_RANK_LIST = re.compile(r"^\s*(?P<rank>\d+)(?P<shutdown>!)?: \[(?P<tensors>[^\]]*)\]\s*$")
+_RANK_LIST_CODES = ("horovod_stall_list",)
 # vLLM's record prefix (`ERROR 04-07 00:57:46 ray_utils.py:45] `), which the prefix splitter leaves on the
 # message: part of the stream's prefix here, since each detail line repeats it.
 _VLLM_RECORD = re.compile(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d [\w.]+:\d+\] ")
@@ -168,6 +172,26 @@ def _next_line_fields(ev: dict, text: pl.Series, pos: int, prefix: str) -> int:
     return pos
 
 
+def _rank_lines(ev: dict, text: pl.Series, pos: int, prefix: str) -> int:
+    """Read the `<rank>: [...]` lines under a rank-list header into `missing_ranks` (and `shutdown_ranks`, and the
+    first rank's `tensors`); returns the row the event now ends on."""
+    end, missing, shut = pos, [], []
+    for row, body in _stream(text, pos, prefix, NEXT_ROWS):
+        m = _RANK_LIST.match(body)
+        if not m:
+            break
+        end = row
+        missing.append(m.group("rank"))
+        if m.group("shutdown"):
+            shut.append(m.group("rank"))
+        ev["_f"].setdefault("tensors", m.group("tensors"))
+    if missing:
+        ev["_f"]["missing_ranks"] = ", ".join(missing)
+    if shut:
+        ev["_f"]["shutdown_ranks"] = ", ".join(shut)
+    return end
+
+
 def _report_ranks(events: list[dict], reports: pl.DataFrame) -> None:
     """Give rank-less events inside a torchrun report the rank of the report row with their PID."""
     spans = []
@@ -262,7 +286,7 @@ def _complete(frame: pl.DataFrame, ev: pl.DataFrame, blocks: pl.DataFrame) -> pl
     partial = pl.col("fields").str.contains('"partial":"true"', literal=True)
     in_report = pl.col("code").is_in(list(_REPORT_PIDS)) & pl.col("rank").is_null()
     reports = blocks.filter(pl.col("code") == "torchrun_child_failed_report") if blocks.height else blocks
-    todo = pl.col("code").is_in(list(DETAIL_CODES) + list(_NEXT_LINE)) | partial
+    todo = pl.col("code").is_in(list(DETAIL_CODES) + list(_NEXT_LINE) + list(_RANK_LIST_CODES)) | partial
     if reports.height:
         todo = todo | in_report
     sel = ev.with_row_index("_i").filter(todo)
@@ -290,6 +314,8 @@ def _complete(frame: pl.DataFrame, ev: pl.DataFrame, blocks: pl.DataFrame) -> pl
                 end = _last_error(r, text, end, prefix)
             if r["code"] in _NEXT_LINE:
                 end = _next_line_fields(r, text, end, prefix)
+            if r["code"] in _RANK_LIST_CODES:
+                end = _rank_lines(r, text, end, prefix)
             if end != pos:
                 r["end_line"] = int(frame.get_column("line")[end])
                 r["text"] = "\n".join(text.slice(pos, end - pos + 1).to_list())

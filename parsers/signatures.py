@@ -54,6 +54,7 @@ class Signature:
     unless: str | None = None  # a line that also matches this regex is not this form
     const: dict = field(default_factory=dict, hash=False, compare=False)
     derive: dict = field(default_factory=dict, hash=False, compare=False)
+    at_end: bool = False  # matched only against a log's last non-blank line (extract_at_end), never line by line
 
     @property
     def groups(self) -> list[str]:
@@ -100,6 +101,7 @@ def load() -> tuple[Signature, ...]:
             unless=_expand(s["unless"], macros) if "unless" in s else None,
             const=dict(s.get("const", {})),
             derive={k: dict(v) for k, v in s.get("derive", {}).items()},
+            at_end=bool(s.get("at_end", False)),
         )
         _check(sig)
         out.append(sig)
@@ -123,14 +125,14 @@ def needles() -> list[str]:
 def _stage_one() -> tuple[str, ...]:
     data = tomllib.loads(TABLE.read_text(encoding="utf-8"))
     families = [f.lower() for f in data.get("prefilter", {}).get("families", [])]
-    uncovered = {n.lower() for s in load() for n in s.needles if not any(f in n.lower() for f in families)}
+    uncovered = {n.lower() for s in load() if not s.at_end for n in s.needles if not any(f in n.lower() for f in families)}
     return tuple(sorted(set(families) | uncovered))
 
 
 @lru_cache(maxsize=1)
 def _needle_index() -> tuple[list[str], pl.DataFrame]:
     """Distinct needles (case-folded) and the (needle, signature index) pairs they select."""
-    pairs = [(n.lower(), i) for i, s in enumerate(load()) for n in s.needles]
+    pairs = [(n.lower(), i) for i, s in enumerate(load()) if not s.at_end for n in s.needles]
     uniq = sorted({n for n, _ in pairs})
     return uniq, pl.DataFrame(pairs, schema={"_n": pl.String, "_sig": pl.Int32}, orient="row").unique()
 
@@ -282,3 +284,20 @@ def extract(cand: pl.DataFrame) -> pl.DataFrame:
         return pl.DataFrame(schema=SCHEMA)
     events = _resolve(pl.concat(parts, how="vertical_relaxed"))
     return events.select(list(SCHEMA)).cast(SCHEMA)
+
+
+def extract_at_end(last: pl.DataFrame) -> pl.DataFrame:
+    """Events of the `at_end` signatures on the last non-blank line of each log (`last`: prefix-split rows, as for
+    `extract`): where a log stops is evidence only there (a bar at 0 items mid-log is every epoch's start)."""
+    sigs = [s for s in load() if s.at_end]
+    if last.height == 0 or not sigs:
+        return pl.DataFrame(schema=SCHEMA)
+    found = []
+    for sig in sigs:
+        rows = last.filter(pl.col("msg").str.contains_any(list(sig.needles), ascii_case_insensitive=True))
+        if rows.height:
+            found.append(_apply(rows, sig))
+    found = [f for f in found if f.height]
+    if not found:
+        return pl.DataFrame(schema=SCHEMA)
+    return _resolve(pl.concat(found, how="vertical_relaxed")).select(list(SCHEMA)).cast(SCHEMA)

@@ -195,11 +195,38 @@ def _column_rows(cols: pl.DataFrame) -> pl.DataFrame:
     ).cast(metric_lines.SCHEMA)
 
 
+def _last_lines(frame: pl.DataFrame, starts: np.ndarray | None, tails: pl.DataFrame | None) -> pl.DataFrame | None:
+    """The last non-blank row of each file so far (`_f`: the file's index among joined logs, else 0)."""
+    nonblank = pl.col("text").str.strip_chars().str.len_chars() > 0
+    rows = frame.select("line", "seg", "text")
+    # One log: only the frame's last rows can hold its last line (a big log's frames are not scanned whole).
+    tail = rows.tail(256).filter(nonblank) if starts is None else None
+    rows = tail if tail is not None and tail.height else rows.filter(nonblank)
+    if rows.height == 0:
+        return tails
+    seg = np.zeros(rows.height, dtype=np.int32) if starts is None else \
+        np.searchsorted(starts, rows.get_column("line").to_numpy(), side="right").astype(np.int32) - 1
+    last = rows.with_columns(pl.Series("_f", seg, dtype=pl.Int32)).group_by("_f", maintain_order=True).last()
+    both = last if tails is None else pl.concat([tails, last], how="vertical_relaxed")
+    return both.group_by("_f", maintain_order=True).last()
+
+
+def _end_events(tails: pl.DataFrame | None, year: int) -> pl.DataFrame:
+    """The `at_end` signatures' events on each file's last non-blank line: where a hang's log stops (a progress bar
+    that never advanced, a JIT build's `Using … as PyTorch extensions root...`) is evidence, and the line may hold
+    no needle of the line-by-line pass."""
+    if tails is None or tails.height == 0:
+        return pl.DataFrame(schema=signatures.SCHEMA)
+    return signatures.extract_at_end(split_prefixes(tails.sort("line").drop("_f"), year))
+
+
 def _read(src, year: int, out: _Output) -> tuple[ReadStats, dict]:
     """Every frame of the stream through the extractors into `out`; the read's anomalies and the extractors' state."""
     stats = ReadStats()
     state: dict = {}  # extractor state carried across chunks (e.g. last step per rank)
+    tails: pl.DataFrame | None = None
     for frame in iter_frames(src, stats=stats):
+        tails = _last_lines(frame, out.starts, tails)
         profile_table.from_log(frame, state)  # prof.key_averages().table() printouts -> counters
         # Column tables (a header row, then bare numbers): their rows hold no needle, so the whole frame is read.
         cols = metric_columns.from_log(frame, state)
@@ -222,6 +249,9 @@ def _read(src, year: int, out: _Output) -> tuple[ReadStats, dict]:
         ev = followups.complete(frame, ev, bl)  # details on the next lines, wrapped pastes, report ranks
         nvsmi_table.from_log(frame, cand, state)  # nvidia-smi tables pasted in the log -> gpu, gpu_procs
         out.add(m, [ev, bl], int(frame.get_column("line").max()))
+    end = _end_events(tails, year)
+    if end.height:
+        out.add(pl.DataFrame(schema=metric_lines.SCHEMA), [end], 0)
     out.close()
     return stats, state
 

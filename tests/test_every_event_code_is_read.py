@@ -44,7 +44,6 @@ UNREAD = {
     "store_listen_failed": "master port in use: configuration, no playbook",
     "store_connection_lost": "TCPStore peer reset: the consequence of another process's failure, which is read",
     "hf_hub_unreachable": "no route to the Hugging Face Hub and nothing cached: a setup failure before training, no playbook in PLAYBOOKS.md",
-    "checkpoint_saved": "a save is no problem: the postmortem's impact section reads it (the last checkpoint before the failure)",
     "torch_compile_failed": "torch.compile backend crash (BackendCompilerFailed / InductorError): no playbook in PLAYBOOKS.md",
     "job_failed_report": "a job runner says its task raised (Hydra, the W&B agent): the task's own error is read; alone, unclassified-failure reads it among the failure signals",
 }

@@ -47,17 +47,12 @@ STILL_MISSED: dict[str, str] = {
     "d2go_19_warmup_equals_max_iter_lr_decreasing_in_warmup": "short-paste: want lr-schedule-anomaly, got none",
     "faster_rcnn_pytorch_562_rpn_box_nan_wrong_samples": "short-paste: want bad-input-data, got nan-loss",
     "fcos_55_constant_warmup_lr_jump_at_iter500_healthy": "healthy: alarmed dataloader-bottleneck",
-    "horovod_100_stalled_ops_tensor_name_mismatch": "hang: want collective-mismatch, got none",
-    "lightning_4389_ddp_init_hang_duplicate_global_ranks": "hang: want silent-hang, got none",
     "llava_1034_train_mem_import_error_flash_attn_abi": "short-paste: want driver-runtime-mismatch, got unclassified-failure",
     "mmdetection_1979_dist_train_stuck_uninitialized_loss_bbox": "hang: want collective-mismatch, got none",
     "mosaicml_streaming_145_unseeded_prefix_worker_barrier_hang": "hang: want silent-hang, got none",
-    "nvdiffrec_39_extension_lock_file_stuck": "hang: want silent-hang, got none",
-    "openrlhf_208_torch_extensions_lock_stuck": "hang: want silent-hang, got none",
     "stats_se_478017_val_loss_jumps_lr_too_large": "metric-shape: want loss-spike, got none",
     "tensorflow_40042_cifar10_gpu_overheating_slowdown": "perf: want gpu-throttling, got none",
     "tflearn_695_first_step_loss_zero_diverging_short": "metric-shape: want nan-loss, got none",
-    "torchseg_59_blocked_after_epoch0_dataloader_workers": "hang: want silent-hang, got none",
 }
 
 

@@ -23,7 +23,7 @@ PLAYBOOK = declare(
         severity=Severity.HIGH,
         tables=("events",),
         explains=("nccl-timeout", "silent-hang"),
-        codes=("collective_mismatch", "gloo_error", "gloo_monitored_barrier_failed", "nccl_dump_signal",
+        codes=("collective_mismatch", "gloo_error", "horovod_stall_warning", "horovod_stall_list", "horovod_stalled_tensor", "gloo_monitored_barrier_failed", "nccl_dump_signal",
                "nccl_heartbeat_timeout", "nccl_watchdog_timeout", "nccl_work_status", "store_socket_timeout",
                "store_timeout"),
         causes=(
@@ -40,7 +40,9 @@ PLAYBOOK = declare(
         doc="""\
 ## Symptom
 An explicit collective-mismatch report (`Detected mismatch between collectives on ranks`, fingerprint
-or size mismatches), or watchdog timeouts whose op types differ between ranks at the same point.
+or size mismatches), or watchdog timeouts whose op types differ between ranks at the same point; or
+Horovod's stall report (`One or more tensors were submitted to be reduced, gathered or broadcasted by
+subset of ranks …`, then the stalled tensors with their ready or missing ranks) with no progress after it.
 
 ## Why it matters
 Mismatched collectives deadlock or corrupt data; the timeout that follows hides the real bug.
@@ -51,7 +53,8 @@ report, each names the rank it disagrees with (`…, but Rank 2 is running colle
 named by most reports is the odd one, and its own report leads the evidence.
 
 ## Known false positives
-Different SeqNums alone can also mean one rank is merely slow: that is reported by `nccl-timeout`
+A Horovod stall the run gets past (one rank evaluating longer than the warning time) is followed by
+progress lines and is no finding. Different SeqNums alone can also mean one rank is merely slow: that is reported by `nccl-timeout`
 (cause desync_or_straggler); here the op types must differ or a mismatch must be reported.
 """,
     )

@@ -36,7 +36,8 @@ PLAYBOOK = declare(
         codes=("dataloader_timeout", "faulthandler_timeout", "nccl_heartbeat_timeout", "nccl_watchdog_stuck",
                "preemption_exit", "process_killed", "py_spy_dump", "python_traceback", "shell_signal_exit",
                "slurm_job_cancelled", "slurm_task_failed", "torchrun_child_failed", "torchrun_child_failed_report",
-               "torchrun_closing_worker", "torchrun_death_signal", "torchrun_worker_signal", "fatal_python_error", "faulthandler_frame", "faulthandler_thread"),
+               "torchrun_closing_worker", "torchrun_death_signal", "torchrun_worker_signal", "fatal_python_error", "faulthandler_frame", "faulthandler_thread",
+               "checkpoint_saved", "dist_member_init", "log_end", "torch_extension_lock", "torch_extensions_root"),
         causes=(
             Cause("collective_deadlock", "The rank is blocked in a collective the others never issued (or issued differently)",
                   verify="py-spy dump --pid <pid> on the stuck rank; TORCH_NCCL_DUMP_ON_TIMEOUT=1 flight recorder",
@@ -47,6 +48,16 @@ PLAYBOOK = declare(
             Cause("dead_peer", "A peer died silently (OOM-killed, node lost) and this rank waits forever",
                   verify="Check the scheduler / dmesg of the other nodes for kills at that time",
                   fix="Fix the peer's failure; use torchrun's elastic restart / heartbeat timeouts", prior=0.25),
+            Cause("stale_build_lock", "A JIT extension build (torch.utils.cpp_extension) waits on the `lock` file an interrupted "
+                  "build left in the extensions root",
+                  verify="ls <extensions root>/<extension>/lock (e.g. ~/.cache/torch_extensions/py310_cu118/*/lock)",
+                  fix="Delete the stale lock file (or the whole torch_extensions folder) and rerun; set TORCH_EXTENSIONS_DIR "
+                      "per job on shared file systems", prior=0.2),
+            Cause("duplicate_ranks", "Processes were launched with the same global rank, so the process group can never "
+                  "gather all its members (launcher and trainer disagree on processes per node)",
+                  verify="Print RANK / LOCAL_RANK / WORLD_SIZE (SLURM_PROCID, SLURM_NTASKS) in every process",
+                  fix="Launch one process per GPU with matching settings (srun --ntasks-per-node equal to the trainer's "
+                      "devices per node)", prior=0.2),
         ),
         verify="py-spy dump --pid <pid>; TORCH_NCCL_DUMP_ON_TIMEOUT=1 (flight recorder)",
         fix="As the cause says; add timeouts so hangs become errors",
@@ -64,7 +75,12 @@ and, after a long silence without any error (default 30 progress intervals and a
 the job is stopped from outside (`Received 15 death signal` from a scheduler's time limit or a
 cancel; Slurm's `*** JOB … CANCELLED AT … DUE TO TIME LIMIT ***`, whose stamp is taken as the time of
 the kill); or stack dumps of stuck workers (`faulthandler` timeouts, `py-spy dump`, the NCCL heartbeat
-monitor reporting the watchdog stuck, `DataLoader timed out`).
+monitor reporting the watchdog stuck, `DataLoader timed out`). Where the log stops is evidence too: a log
+that ends at torch.utils.cpp_extension's `Using … as PyTorch extensions root...` (a JIT build waiting on a
+stale `lock` file); registration lines (`Initializing distributed: GLOBAL_RANK: r, MEMBER: m/N`) in which
+two processes claim one rank while others never appear, and nothing after; a progress bar that never
+advanced (`0/N [00:00<?, ?it/s]`) after an earlier loop finished and saved a checkpoint (medium: only
+the last line proves it).
 
 ## Why it matters
 Hung jobs burn GPU hours until someone notices; the rank that stopped first is where to look.
@@ -79,7 +95,9 @@ A rank that simply logs less often (only rank 0 logs metrics) is not compared: o
 progress are. A run whose logs all end together is not a hang by this rule. A job the scheduler
 cancels while it still makes progress (a time limit too short, `scancel`, preemption) is no finding:
 the stop is the scheduler's, not a failure of the run; srun's `task N: Terminated` / `Killed` lines
-that follow are its consequence.
+that follow are its consequence. A log whose extensions-root line is followed by anything (the build,
+`Loading extension module`, training), a restart that prints every rank twice, and a paste that ends on a
+fresh progress bar with no finished loop before it are no finding.
 """,
     )
 )

@@ -1,0 +1,41 @@
+"""silent-hang from a log that stops at a JIT extension build's start (the build waits on a stale lock file)."""
+
+from __future__ import annotations
+
+import polars as pl
+from forensics.playbooks.evidence import detection, events
+from forensics.playbooks.fields import field
+from forensics.playbooks.operations.silent_hang import PLAYBOOK
+
+from forensics.contracts.context import Context
+from forensics.contracts.model import Detection, Severity
+
+# torch.utils.cpp_extension's `Using <root> as PyTorch extensions root...` (printed before it takes the build
+# directory's lock), and a project's own warning that the `lock` file is already there.
+BUILD_CODES = ("torch_extensions_root", "torch_extension_lock")
+# The log's last line is one of those (an `at_end` signature: parsers/signatures.toml, form extension_build).
+END_CODES = ("log_end",)
+
+
+@PLAYBOOK.detector(("events",))
+def detect_extension_lock(ctx: Context, th: dict) -> Detection | None:
+    """The log's last line is the extensions-root line (or the lock warning): no build, load or training after.
+
+    A healthy load goes on (`Emitting ninja build file`, `Loading extension module X...`, the first steps), so the
+    same line anywhere but at the end is nothing. With the lock warning the cause is in the log (high); with the
+    root line alone the end of the log is the only proof (medium).
+    """
+    stop = events(ctx, END_CODES).filter(field("form") == "extension_build")
+    if stop.height == 0:
+        return None
+    files = stop.get_column("file").cast(pl.String).implode()
+    ev = events(ctx, BUILD_CODES).filter(pl.col("file").cast(pl.String).is_in(files))
+    lock = ev.filter(pl.col("code") == "torch_extension_lock")
+    root = ev.select(field("root").alias("r")).get_column("r").drop_nulls()
+    where = (f"; the lock warned of: {lock.select(field('lock')).item(0, 0)}" if lock.height
+             else f" (look for a `lock` file under {root[0]})" if root.len() else "")
+    return detection(ev, "the log stops at the JIT extension build's start (`Using … as PyTorch extensions root...`) with "
+                         f"no build, load or progress after it: the build waits on a stale lock file{where}",
+                     {"stale_build_lock": 0.9}, confidence=0.75 if lock.height else 0.6,
+                     severity=None if lock.height else Severity.MEDIUM,
+                     lead=lock if lock.height else None)
