@@ -28,6 +28,7 @@ from forensics.parsers import (
     spool,
 )
 from forensics.parsers.base import Parser, ParseResult, Sniffed
+from forensics.parsers.blocks import tails as tails_block
 from forensics.parsers.lines import ReadStats, iter_frames
 from forensics.parsers.prefixes import rank_from_path, split_prefixes
 
@@ -196,8 +197,9 @@ def _column_rows(cols: pl.DataFrame) -> pl.DataFrame:
 
 
 def _last_lines(frame: pl.DataFrame, starts: np.ndarray | None, tails: pl.DataFrame | None) -> pl.DataFrame | None:
-    """The last non-blank row of each file so far (`_f`: the file's index among joined logs, else 0)."""
-    nonblank = pl.col("text").str.strip_chars().str.len_chars() > 0
+    """The last two non-blank rows of each file so far (`_f`: the file's index among joined logs, else 0); a
+    runner's footer after the output does not count."""
+    nonblank = (pl.col("text").str.strip_chars().str.len_chars() > 0) & ~pl.col("text").str.contains(tails_block.FOOTER)
     rows = frame.select("line", "seg", "text")
     # One log: only the frame's last rows can hold its last line (a big log's frames are not scanned whole).
     tail = rows.tail(256).filter(nonblank) if starts is None else None
@@ -206,18 +208,24 @@ def _last_lines(frame: pl.DataFrame, starts: np.ndarray | None, tails: pl.DataFr
         return tails
     seg = np.zeros(rows.height, dtype=np.int32) if starts is None else \
         np.searchsorted(starts, rows.get_column("line").to_numpy(), side="right").astype(np.int32) - 1
-    last = rows.with_columns(pl.Series("_f", seg, dtype=pl.Int32)).group_by("_f", maintain_order=True).last()
+    last = rows.with_columns(pl.Series("_f", seg, dtype=pl.Int32)).group_by("_f", maintain_order=True).tail(2)
     both = last if tails is None else pl.concat([tails, last], how="vertical_relaxed")
-    return both.group_by("_f", maintain_order=True).last()
+    return both.group_by("_f", maintain_order=True).tail(2)
 
 
-def _end_events(tails: pl.DataFrame | None, year: int) -> pl.DataFrame:
-    """The `at_end` signatures' events on each file's last non-blank line: where a hang's log stops (a progress bar
-    that never advanced, a JIT build's `Using … as PyTorch extensions root...`) is evidence, and the line may hold
-    no needle of the line-by-line pass."""
+def _end_events(tails: pl.DataFrame | None, year: int, block_ends: set[int]) -> pl.DataFrame:
+    """The events of each file's last non-blank line: the `at_end` signatures' (where a hang's log stops: a progress
+    bar that never advanced, a JIT build's `Using … as PyTorch extensions root...`), and a lone exception line there
+    (how the process ended, when a paste keeps only that line)."""
     if tails is None or tails.height == 0:
         return pl.DataFrame(schema=signatures.SCHEMA)
-    return signatures.extract_at_end(split_prefixes(tails.sort("line").drop("_f"), year))
+    two = tails.sort("line").with_columns(pl.col("text").shift(1).over("_f").alias("prev"))
+    last = split_prefixes(two.filter(pl.col("line") == pl.col("line").max().over("_f")).drop("_f"), year)
+    ends = signatures.extract_at_end(last.drop("prev"))
+    lone = [e for e in tails_block.lone_exceptions(last) if e["line"] not in block_ends]
+    if not lone:
+        return ends
+    return pl.concat([ends, pl.DataFrame(lone, schema=signatures.SCHEMA)], how="vertical_relaxed")
 
 
 def _read(src, year: int, out: _Output) -> tuple[ReadStats, dict]:
@@ -225,6 +233,7 @@ def _read(src, year: int, out: _Output) -> tuple[ReadStats, dict]:
     stats = ReadStats()
     state: dict = {}  # extractor state carried across chunks (e.g. last step per rank)
     tails: pl.DataFrame | None = None
+    block_ends: set[int] = set()  # last lines of the blocks read (a log's last line may end a traceback block)
     for frame in iter_frames(src, stats=stats):
         tails = _last_lines(frame, out.starts, tails)
         profile_table.from_log(frame, state)  # prof.key_averages().table() printouts -> counters
@@ -246,10 +255,11 @@ def _read(src, year: int, out: _Output) -> tuple[ReadStats, dict]:
             m = pl.concat([m, _column_rows(cols)]).sort("line", "seg", maintain_order=True) if cols.height else m
         ev = signatures.extract(cand)
         bl = blocks.extract(frame, cand, year)
+        block_ends.update(bl.get_column("end_line").to_list())
         ev = followups.complete(frame, ev, bl)  # details on the next lines, wrapped pastes, report ranks
         nvsmi_table.from_log(frame, cand, state)  # nvidia-smi tables pasted in the log -> gpu, gpu_procs
         out.add(m, [ev, bl], int(frame.get_column("line").max()))
-    end = _end_events(tails, year)
+    end = _end_events(tails, year, block_ends)
     if end.height:
         out.add(pl.DataFrame(schema=metric_lines.SCHEMA), [end], 0)
     out.close()

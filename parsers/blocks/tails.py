@@ -25,6 +25,8 @@ _TAIL_RAISE = re.compile(r"^\s*raise [A-Za-z_][\w.]*(?:\(|$)")
 # process ended: Python prints it last, and a paste that keeps only that line still shows the failure. A log
 # that goes on after such a line logged it and carried on; warnings are not failures.
 _LAST_EXC = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::|$)")
+# Lines a runner prints after the process's last output (an IDE's exit footer, Hydra's hint): not the log's last.
+FOOTER = r"^\s*(?:Process finished with exit code|Set the environment variable HYDRA_FULL_ERROR=1)"
 
 
 def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dict]:
@@ -35,7 +37,6 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
     spans = [(r["line"], r["end_line"]) for r in found]
     text = frame.get_column("text")
     lines = frame.get_column("line")
-    last = _last_nonblank(text)
     events = []
     for row, _ in opener_rows(frame, cand.filter(pl.col("msg").str.contains(_TAIL_EXC)), ""):
         ln = int(row["line"])
@@ -58,17 +59,9 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
             elif not (_TAIL_CODE.match(body) or (q > 0 and _BARE_FRAME.match(str(text[q - 1])[len(prefix) :]))):
                 break  # neither a frame nor the source line under one (de-indented by the paste: the frame above says so)
             q -= 1
-        # Alone: no frames above, and the line above is not another exception line (whose message this continues,
-        # as `BackendCompilerFailed: backend='inductor' raised:` then the wrapped `ImportError: …`).
-        alone = (not (frames or raised) and pos == last and _LAST_EXC.match(msg) is not None
-                 and not (pos > 0 and EXC_TYPE.match(str(text[pos - 1])[len(prefix):].strip())))
-        if alone:
-            q = pos - 1  # the exception line is the whole block
-        elif not (frames or raised) or TB_START.search(str(text[q]) if q >= 0 else ""):
+        if not (frames or raised) or TB_START.search(str(text[q]) if q >= 0 else ""):
             continue  # not after frames or a raise statement, or the opener is there (a block the traceback pass reads)
-        if alone and _known(msg, any_severity=True):
-            continue  # a message the signature table reads as its own event
-        if not frames and not alone and (not _raises_this(str(text[pos - 1])[len(prefix) :], msg) or _known(msg)):
+        if not frames and (not _raises_this(str(text[pos - 1])[len(prefix) :], msg) or _known(msg)):
             continue  # a raise of another exception, or a message the signature table reads as its own event
         fields: dict = {"frames": len(frames), "head_truncated": "true"}
         fm = FRAME.match(frames[0]) if frames else None  # the walk went backwards: the first found is the last frame
@@ -112,15 +105,26 @@ def _known(msg: str, any_severity: bool = False) -> bool:
     return any(rx.search(msg) for rx in _signature_forms(any_severity))
 
 
-# Lines a runner prints after the process's last output: an IDE's exit footer, Hydra's hint.
-_FOOTER = r"^Process finished with exit code|^Set the environment variable HYDRA_FULL_ERROR=1"
+def lone_exceptions(last: pl.DataFrame) -> list[dict]:
+    """An exception line that is a log's last line, with no frames above it, as its final error.
 
-
-def _last_nonblank(text: pl.Series) -> int:
-    """The position of the last line holding anything but whitespace or a runner's footer (-1 when none)."""
-    body = text.str.strip_chars().fill_null("")
-    filled = np.flatnonzero(((body.str.len_chars() > 0) & ~body.str.contains(_FOOTER)).to_numpy())
-    return int(filled[-1]) if filled.size else -1
+    `last`: each log's last non-blank line (prefix-split: `msg`, `rank`, `ts`), with `prev`, the text of the
+    line before it (None when none). Not when the line above is another exception line (this one continues its
+    message, as a wrapped cause after `BackendCompilerFailed: … raised:`), nor when a signature reads the line
+    (its event says what happened: a launcher's `SignalException` is the scheduler's stop).
+    """
+    out = []
+    rows = last.filter(pl.col("msg").str.contains(_LAST_EXC.pattern))
+    for r in rows.iter_rows(named=True):
+        msg, prev = r["msg"].strip(), (r["prev"] or "").strip()
+        if (prev and (EXC_TYPE.match(prev) or _TAIL_FRAME.match(r["prev"]) or TB_START.search(prev))) or _known(msg, any_severity=True):
+            continue
+        tm = EXC_TYPE.match(msg)
+        out.append(event(line=int(r["line"]), end_line=int(r["line"]), code="python_traceback", severity="error",
+                         message=msg, text=r["text"], fields={"frames": 0, "head_truncated": "true",
+                                                             "exc_type": tm.group("type") if tm else None},
+                         rank=r["rank"], ts=r["ts"]))
+    return out
 
 
 def _raises_this(raise_line: str, msg: str) -> bool:
