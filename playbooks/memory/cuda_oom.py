@@ -6,7 +6,7 @@ import polars as pl
 from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.fields import field, fmt_mib, size_mib
 
-from forensics.contracts.context import Context, evidence_rows, onset_of, sort_by_onset
+from forensics.contracts.context import Context, event_count, evidence_rows, onset_of, sort_by_onset
 from forensics.contracts.model import Cause, Detection, Severity
 
 # Event codes of the signature table that are a device allocation failure.
@@ -130,13 +130,14 @@ def detect_oom_events(ctx: Context, th: dict) -> Detection | None:
             numbers += f", {fmt_mib(frag)} reserved but unallocated"
         if foreign:
             numbers += f", {fmt_mib(foreign)} held by other processes"
-    more = f" ({ev.height} OOM errors on {len(ranks)} rank(s))" if ev.height > 1 else ""
+    count = event_count(ev)
+    more = f" ({count} OOM errors on {len(ranks)} rank(s))" if count > 1 else ""
     caught = "; the program caught it and went on (batch skipped), the run did not crash" if recovered else ""
     return Detection(
         summary=f"CUDA out of memory{where}{step}{gpu}{numbers}{more}{caught}",
         onset=onset_of(ev),
         evidence=evidence_rows(ev),
-        evidence_count=ev.height,
+        evidence_count=count,
         causes=causes,
         discount=discount,
         facts={k: first[k] for k in ("req", "cap", "free", "alloc", "frag") if first[k] is not None}
@@ -169,7 +170,7 @@ def detect_batch_finder(ctx: Context, th: dict) -> Detection | None:
                 "down to a single sample (the OOMs themselves were caught and not printed)",
         onset=onset_of(ev),
         evidence=evidence_rows(ev),
-        evidence_count=ev.height,
+        evidence_count=event_count(ev),
         causes={"demand_above_capacity": 1.0, "foreign_process": 0.3},
         severity=Severity.CRITICAL,  # a caught OOM elsewhere in the run must not lower this one
         confidence=0.9,
