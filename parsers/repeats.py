@@ -77,7 +77,7 @@ class EventBudget:
             return []
         codes = ", ".join(f"{c} {n:,}" for c, n in sorted(self.over.items()))
         return [f"{sum(self.over.values()):,} events past the budget of {self.limit:,} per event code "
-                f"(FORENSICS_MAX_EVENTS_PER_CODE) counted, not kept, but the last of each ({codes})"]
+                f"(FORENSICS_MAX_EVENTS_PER_CODE) were counted, not kept, except the last of each code: {codes}"]
 
 
 class StepRepeatBudget:
@@ -95,21 +95,34 @@ class StepRepeatBudget:
         """The rows of a batch (in line order) within the budget, plus those of the rest a detector decides on."""
         if m.height == 0:
             return m
-        df = m.with_row_index("_i").with_columns(pl.col("rank").fill_null(-1).cast(pl.Int32).alias("_r"))
-        df = df.join(self.state, on=list(self.KEY), how="left", maintain_order="left")
-        first = pl.int_range(pl.len()).over(self.KEY) == 0
-        # A run goes on from the last batch when a key's first row has the step that key's last row had.
-        goes_on = first & pl.col("_pn").is_not_null() & pl.col("step").eq_missing(pl.col("_ps"))
-        df = df.with_columns(pl.col("step").rle_id().over(self.KEY).alias("_run"), goes_on.alias("_on"))
-        carried = pl.col("_on").first().over(self.KEY)
-        pos = pl.int_range(pl.len(), dtype=pl.Int64).over([*self.KEY, "_run"]) + pl.when(
-            (pl.col("_run") == 0) & carried).then(pl.col("_pn")).otherwise(0)
-        df = df.with_columns(pos.alias("_pos"))
-        ends = df.group_by(self.KEY).agg(pl.col("step").last().alias("_ps"), (pl.col("_pos").last() + 1).alias("_pn"))
+        key = pl.col("rank").fill_null(-1).cast(pl.Int32).alias("_r")
+        # Per key: its rows, its first step, its runs of one step (the last one goes on into the next batch).
+        runs = (m.group_by(key, "name").agg(pl.len().alias("_n"), pl.col("step").first().alias("_s0"),
+                                             pl.col("step").rle().alias("_rle"))
+                .join(self.state, on=list(self.KEY), how="left")
+                .with_columns(pl.col("_pn").fill_null(0), pl.col("_rle").list.last().alias("_last"))
+                .with_columns((pl.col("_s0").eq_missing(pl.col("_ps")) & (pl.col("_pn") > 0)).alias("_on")))
+        whole = (pl.col("_rle").list.len() == 1) & pl.col("_on")
+        ends = runs.select(*self.KEY, pl.col("_last").struct.field("value").alias("_ps"),
+                           pl.when(whole).then(pl.col("_pn") + pl.col("_n"))
+                           .otherwise(pl.col("_last").struct.field("len")).cast(pl.Int64).alias("_pn"))
+        # No run can pass the budget in this batch (a real run's every batch): the rows are all kept as they are.
+        fits = bool(runs.select((pl.col("_pn") + pl.col("_n") <= self.limit).all()).item())
+        carried = runs.filter(pl.col("_on")).select(*self.KEY, pl.col("_pn").alias("_c"))
         self.state = pl.concat([self.state.join(ends, on=list(self.KEY), how="anti"), ends], how="vertical_relaxed")
-        over = df.filter(pl.col("_pos") >= self.limit)
-        if over.height == 0:
+        if fits:
             return m
+        return self._reduce(m, carried)
+
+    def _reduce(self, m: pl.DataFrame, carried: pl.DataFrame) -> pl.DataFrame:
+        """Rows past the budget in their run (the first run of a key counts on from `carried`) reduced to the decisive ones."""
+        df = m.with_row_index("_i").with_columns(pl.col("rank").fill_null(-1).cast(pl.Int32).alias("_r"))
+        df = df.join(carried, on=list(self.KEY), how="left", maintain_order="left")
+        df = df.with_columns(pl.col("step").rle_id().over(self.KEY).alias("_run"))
+        pos = pl.int_range(pl.len(), dtype=pl.Int64).over([*self.KEY, "_run"]) + pl.when(
+            pl.col("_run") == 0).then(pl.col("_c").fill_null(0)).otherwise(0)
+        df = df.with_columns(pos.alias("_pos"))
+        over = df.filter(pl.col("_pos") >= self.limit)
         fin = pl.col("value").is_finite()
         i = pl.col("_i")
         picks = over.group_by([*self.KEY, "_run"]).agg(pl.concat_list(
