@@ -189,3 +189,24 @@ def test_memory_stays_flat_as_one_line_repeats(tmp_path, line, env):
     if line == OOM:
         oom = next(f for f in json.loads(big["out"])["findings"] if f["playbook"] == "cuda-oom")
         assert oom["evidence_count"] == 16 * MB // (len(OOM) + 1)
+
+
+def test_thousands_of_caught_ooms_among_progress_lines_are_judged_without_pairing_every_row(tmp_path):
+    # 4,000 OOMs, each followed by progress at a later step (caught, the run went on), among 100,000 progress lines:
+    # pairing each OOM with every progress line of its file would be 400M rows.
+    body = []
+    for step in range(100_000):
+        body.append(METRIC.format(step=step, loss=2.5))
+        if step % 25 == 0:
+            body.append(OOM)
+    root = write_run(tmp_path, {"rank0.log": "\n".join(body) + "\n"})
+    base = _measured(_repeated(tmp_path, "small", OOM, MB), {})
+    got = _measured(root, {})
+    assert got["rss"] < base["rss"] + 200 * MB, (base["rss"] / MB, got["rss"] / MB)
+    oom = next(f for f in json.loads(got["out"])["findings"] if f["playbook"] == "cuda-oom")
+    assert oom["severity"] == "info" and "caught it and went on" in oom["summary"]
+    assert oom["evidence_count"] == 4000
+    # The same OOMs with the progress stopping at the last one's step: not caught.
+    stuck = write_run(tmp_path, {"rank0.log": "\n".join([*body[:-1], METRIC.format(step=99_975, loss=2.5), OOM]) + "\n"}, "stuck")
+    oom = next(f for f in json.loads(_measured(stuck, {})["out"])["findings"] if f["playbook"] == "cuda-oom")
+    assert oom["severity"] == "critical" and "caught" not in oom["summary"]
