@@ -138,4 +138,4 @@ class StepRepeatBudget:
         if not self.dropped:
             return []
         return [f"{self.dropped:,} metric rows repeating one step past the budget of {self.limit:,} in a row "
-                f"(FORENSICS_MAX_STEP_REPEATS) not kept: of each such run the last, extreme and non-finite values are"]
+                f"(FORENSICS_MAX_STEP_REPEATS) were not kept; the last, extreme and non-finite values of each run were"]
