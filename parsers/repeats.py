@@ -1,10 +1,10 @@
 """Budgets on rows one file repeats without end: kept bounded, with every value a detector decides on, and counted.
 
 Where the memory of a hostile repetitive log went (measured, 200 MB of one OOM line; 780 MB of one metric line):
-not the reading (a frame is ~30x its 8 MB chunk, then freed) but the rows kept. An event row carries three
+not the reading (a frame costs 30-80x its 8 MB chunk, then is freed) but the rows kept. An event row carries three
 strings (message, text, fields): 1.67M identical OOM lines were 1.67M rows, 593 MB of Arrow, and analysis copies
 them several times (plain strings, onset sort, filters: 2.9 GB peak). A metric line gives a row per metric:
-45M rows of one step, 7 GB peak. A real run never prints one error ten thousand times in one file, nor one
+45M rows of one step, 7 GB peak. A real run never prints one message a hundred thousand times in one file, nor one
 metric a hundred thousand times in a row at one step, so these budgets only ever meet runaway or hostile logs;
 the file is then marked `partial` with what was not kept.
 
@@ -27,7 +27,7 @@ import os
 
 import polars as pl
 
-DEFAULT_MAX_EVENTS_PER_CODE = 10_000
+DEFAULT_MAX_EVENTS_PER_CODE = 100_000
 DEFAULT_MAX_STEP_REPEATS = 100_000
 
 
