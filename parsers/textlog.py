@@ -23,6 +23,7 @@ from forensics.parsers import (
     metric_lines,
     nvsmi_table,
     profile_table,
+    repeats,
     shapes,
     signatures,
     spool,
@@ -122,6 +123,14 @@ class _Output:
         self.done = 0  # rows with line <= done are written
         self.metrics = spool.TableSink(T.METRICS)
         self.events = spool.TableSink(T.EVENTS)
+        # Budgets on rows one file repeats without end (parsers/repeats.py); joined small logs cannot meet them.
+        self.event_budget = repeats.EventBudget() if starts is None else None
+        self.step_budget = repeats.StepRepeatBudget() if starts is None else None
+
+    def problems(self) -> list[str]:
+        """What the budgets left out, for the file's row (empty when nothing)."""
+        return [*(self.event_budget.problems() if self.event_budget else []),
+                *(self.step_budget.problems() if self.step_budget else [])]
 
     def _with_file(self, df: pl.DataFrame) -> pa.Table:
         """The rows as Arrow with their `file` column, built dictionary-encoded (one value) at once."""
@@ -152,6 +161,9 @@ class _Output:
 
     def close(self) -> None:
         self._flush(None)
+        tail = self.event_budget.tail() if self.event_budget else None
+        if tail is not None:
+            self.events.add(conform("events", self._with_file(tail)))
 
     def _flush(self, cut: int | None) -> None:
         upto = (pl.col("line") <= cut) if cut is not None else pl.lit(True)
@@ -175,6 +187,7 @@ class _Output:
                     *by, pl.col("rank").fill_null(-1).alias("_r"), maintain_order=True).last().drop("_r")
             if ready.height:
                 ready = carry_steps(self._segment(ready), anchors).drop("_f", strict=False) if anchors is not None else ready
+                ready = self.step_budget.keep(ready) if self.step_budget else ready
                 self.metrics.add(conform("metrics", self._with_file(ready)))
         if self.events_in:
             evs = pl.concat(self.events_in, how="vertical_relaxed")
@@ -183,6 +196,7 @@ class _Output:
             ready_ev = evs.filter(upto).sort("line", "code", maintain_order=True)
             if ready_ev.height:
                 ready_ev = carry_steps(self._segment(ready_ev), anchors).drop("_f", strict=False) if anchors is not None else ready_ev
+                ready_ev = self.event_budget.keep(ready_ev) if self.event_budget else ready_ev
                 self.events.add(conform("events", self._with_file(ready_ev)))
         if cut is not None:
             self.done = cut
@@ -277,9 +291,10 @@ def parse(src, sn: Sniffed) -> ParseResult:
     result.tables["events"] = out.events.table()
     result.tables.update(nvsmi_table.log_tables(state, src.rel))
     result.tables.update(profile_table.log_tables(state, src.rel, file_rank))
-    problems = stats.problems() + list(src.problems)
+    left_out = out.problems()
+    problems = stats.problems() + left_out + list(src.problems)
     if problems:
-        result.status = "partial" if (src.truncated or stats.invalid_utf8 or stats.nul_bytes or stats.over_budget) else "parsed"
+        result.status = "partial" if (src.truncated or stats.invalid_utf8 or stats.nul_bytes or stats.over_budget or left_out) else "parsed"
         result.error = "; ".join(problems)
     return result
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from forensics.contracts.context import Context, evidence_rows, onset_of, sort_by_onset
+from forensics.contracts.context import Context, event_count, evidence_rows, onset_of, sort_by_onset
 from forensics.contracts.model import Detection, Severity
 
 
@@ -80,7 +80,7 @@ def detection(ev: pl.DataFrame, summary: str, causes: dict[str, float], *, confi
         summary=summary,
         onset=onset_of(ev),
         evidence=evidence_rows(quoted),
-        evidence_count=ev.height,
+        evidence_count=event_count(ev),
         causes=causes,
         confidence=confidence,
         severity=severity,

@@ -162,6 +162,13 @@ class Context:
         return self.metric_rows(name).sort(["file", "line"])
 
 
+def event_count(ev: pl.DataFrame) -> int:
+    """How many events some rows stand for: a row a parser kept for many repeats (its `repeats`) counts them all."""
+    if "repeats" not in ev.columns or ev.get_column("repeats").null_count() == ev.height:
+        return ev.height
+    return int(ev.get_column("repeats").fill_null(1).sum())
+
+
 def plain(df: pl.DataFrame) -> pl.DataFrame:
     """Categorical columns as plain strings."""
     return df.with_columns(pl.col(pl.Categorical).cast(pl.String))

@@ -36,6 +36,9 @@ EVENTS = pa.schema(
         ("text", pa.string()),
         # Named captures of the signature as a JSON object of strings.
         ("fields", pa.string()),
+        # How many events of its file and code this row stands for, when a parser's budget counted repeats
+        # instead of keeping them (parsers/repeats.py); null (one) on every other row.
+        ("repeats", pa.int64()),
     ]
 )
 

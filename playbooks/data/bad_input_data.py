@@ -7,7 +7,7 @@ from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import combine, detection, events, first_message, where
 from forensics.playbooks.fields import field
 
-from forensics.contracts.context import Context, onset_of
+from forensics.contracts.context import Context, event_count, onset_of
 from forensics.contracts.model import Cause, Detection, Severity
 
 LABEL_CODES = ("target_out_of_bounds",)
@@ -133,7 +133,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     row = ev.row(0, named=True)
     what = "a label is out of range" if labels.height else "a token or gather index is out of range" if index.height else "invalid input data"
     cond = ev.with_columns(field("cond").alias("c")).get_column("c").drop_nulls()
-    detail = f"assertion `{cond[0]}` failed ({ev.height} report(s))" if cond.len() else first_message(ev)
+    detail = f"assertion `{cond[0]}` failed ({event_count(ev)} report(s))" if cond.len() else first_message(ev)
     found = detection(ev, f"{what}{where(row)}: {detail}", causes, confidence=0.95)
     # The kernel's assert lines are flushed to stderr when the host next synchronises, often after the
     # `device-side assert triggered` error they caused: that error is where this failure shows first.

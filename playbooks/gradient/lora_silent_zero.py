@@ -7,7 +7,7 @@ from forensics.playbooks import metric_series as M
 from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import events
 
-from forensics.contracts.context import Context, evidence_rows
+from forensics.contracts.context import Context, event_count, evidence_rows
 from forensics.contracts.model import Cause, Detection, Severity
 
 LORA_GRAD = r"lora.*grad|grad.*lora"
@@ -114,7 +114,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         return None
     if not hits:
         return Detection(summary=f"LoRA adapters reported zero: {str(ev.item(0, 'message'))[:160]}", onset=M.onset_at(ev.row(0, named=True)),
-                         evidence=evidence_rows(ev), evidence_count=ev.height, causes={"not_trainable": 0.5}, confidence=0.8)
+                         evidence=evidence_rows(ev), evidence_count=event_count(ev), causes={"not_trainable": 0.5}, confidence=0.8)
     hits.sort(key=lambda h: (h[1] != "weight", h[0]))
     _, kind, name, how, o = hits[0]
     lr = M.lr_at(ctx, o.end_step)
@@ -154,7 +154,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         summary=what,
         onset=M.onset_of_step(s, onset_step, o.rank),
         evidence=M.quote(quoted) + evidence_rows(ev.head(2)),
-        evidence_count=o.points + ev.height,
+        evidence_count=o.points + event_count(ev),
         causes=causes,
         confidence=0.9,
         facts={"series": name, "kind": how, "onset_step": onset_step, "points": o.points, "lr": lr,

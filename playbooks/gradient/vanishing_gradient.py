@@ -7,7 +7,7 @@ from forensics.playbooks import metric_series as M
 from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import events
 
-from forensics.contracts.context import Context, evidence_rows, onset_of
+from forensics.contracts.context import Context, event_count, evidence_rows, onset_of
 from forensics.contracts.model import Cause, Detection, Severity
 
 # Per-layer gradient norms: names with grad and norm that are not the global norm or an adapter's.
@@ -82,7 +82,7 @@ def detect_alerts(ctx: Context, th: dict) -> Detection | None:
     if ev.height == 0:
         return None
     return Detection(summary=f"vanishing-gradient alert: {str(ev.item(0, 'message'))[:160]}", onset=onset_of(ev),
-                     evidence=evidence_rows(ev), evidence_count=ev.height, causes={"deep_no_norm": 0.5}, confidence=0.8)
+                     evidence=evidence_rows(ev), evidence_count=event_count(ev), causes={"deep_no_norm": 0.5}, confidence=0.8)
 
 
 def _layer_ratio(ctx: Context, th: dict):

@@ -8,7 +8,7 @@ from forensics.playbooks.evidence import detection, events, where
 from forensics.playbooks.fields import field, fmt_mib, size_mib
 from forensics.playbooks.memory.cuda_oom import BATCH_FINDER_CODES, OOM_CODES, device_oom_events
 
-from forensics.contracts.context import Context
+from forensics.contracts.context import Context, event_count
 from forensics.contracts.model import Cause, Detection, Severity
 
 # The caching allocator had to free its cache and retry cudaMalloc: DeepSpeed ZeRO-3's per-step count of
@@ -109,9 +109,10 @@ def detect_pressure(ctx: Context, th: dict) -> Detection | None:
         return None
     counts = ev.with_columns(pl.coalesce(field("flushes"), field("retries")).cast(pl.Int64, strict=False).alias("n"))
     top = counts.get_column("n").max()
-    many = ev.height >= th["pressure_reports"]
-    summary = (f"the caching allocator flushed its cache to satisfy allocations ({ev.height} report{'s' if ev.height > 1 else ''}, "
+    reports = event_count(ev)
+    many = reports >= th["pressure_reports"]
+    summary = (f"the caching allocator flushed its cache to satisfy allocations ({reports} report{'s' if reports > 1 else ''}, "
                f"up to {top} per step): memory pressure that slows those steps")
     # A flush is the cache being emptied to satisfy a request: the cached blocks did not fit it.
     return detection(ev, summary, {"allocator_caching": 0.9, "variable_shapes": 0.4}, confidence=0.5,
-                     severity=Severity.MEDIUM if many else Severity.LOW, facts={"reports": ev.height, "max_per_step": top})
+                     severity=Severity.MEDIUM if many else Severity.LOW, facts={"reports": reports, "max_per_step": top})

@@ -6,7 +6,7 @@ import polars as pl
 from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.fields import field, fmt_mib, size_mib
 
-from forensics.contracts.context import Context, evidence_rows, onset_of, sort_by_onset
+from forensics.contracts.context import Context, event_count, evidence_rows, onset_of, sort_by_onset
 from forensics.contracts.model import Cause, Detection, Severity
 
 # Event codes of the signature table that are a device allocation failure.
@@ -130,13 +130,14 @@ def detect_oom_events(ctx: Context, th: dict) -> Detection | None:
             numbers += f", {fmt_mib(frag)} reserved but unallocated"
         if foreign:
             numbers += f", {fmt_mib(foreign)} held by other processes"
-    more = f" ({ev.height} OOM errors on {len(ranks)} rank(s))" if ev.height > 1 else ""
+    count = event_count(ev)
+    more = f" ({count} OOM errors on {len(ranks)} rank(s))" if count > 1 else ""
     caught = "; the program caught it and went on (batch skipped), the run did not crash" if recovered else ""
     return Detection(
         summary=f"CUDA out of memory{where}{step}{gpu}{numbers}{more}{caught}",
         onset=onset_of(ev),
         evidence=evidence_rows(ev),
-        evidence_count=ev.height,
+        evidence_count=count,
         causes=causes,
         discount=discount,
         facts={k: first[k] for k in ("req", "cap", "free", "alloc", "frag") if first[k] is not None}
@@ -169,7 +170,7 @@ def detect_batch_finder(ctx: Context, th: dict) -> Detection | None:
                 "down to a single sample (the OOMs themselves were caught and not printed)",
         onset=onset_of(ev),
         evidence=evidence_rows(ev),
-        evidence_count=ev.height,
+        evidence_count=event_count(ev),
         causes={"demand_above_capacity": 1.0, "foreign_process": 0.3},
         severity=Severity.CRITICAL,  # a caught OOM elsewhere in the run must not lower this one
         confidence=0.9,
@@ -223,23 +224,29 @@ def _foreign_mib(others: str | None, *, own_listed: bool, pytorch_reserved: floa
 def _recovered(ctx: Context, ev: pl.DataFrame) -> bool:
     """Whether the program caught every OOM and went on: a trainer's 'skipping batch' right after it, or
     progress lines of the same rank at later steps; and no error followed in that file."""
-    ooms = ev.select("file", "line", "step", "rank").unique(["file", "line"])
-    caught = ooms.select("file", "line").clear()
+    # Each OOM is looked up once (as-of joins), never paired with every mark or metric row of its file: thousands
+    # of OOMs in a file of a million progress lines must not make billions of pairs.
+    ooms = ev.select("file", "line", "step", "rank").unique(["file", "line"]).sort("line")
+    caught = pl.Series([False] * ooms.height)
     marks = ctx.events_of("oom_recovered")
     if marks.height:
-        caught = ooms.join(marks.select("file", pl.col("line").alias("m")), on="file").filter(
-            (pl.col("m") >= pl.col("line")) & (pl.col("m") <= pl.col("line") + RECOVERY_LINES)).select("file", "line")
-    # Only the OOM files' rows: the join below is on file.
+        # The first mark at or after an OOM catches it when it is within RECOVERY_LINES lines.
+        near = ooms.join_asof(marks.select("file", pl.col("line").alias("m")).sort("m"), left_on="line", right_on="m",
+                              by="file", strategy="forward", check_sortedness=False)
+        caught |= (near.get_column("m") <= near.get_column("line") + RECOVERY_LINES).fill_null(False)
+    # Only the OOM files' rows, a rank's rows for that rank's OOMs (a null rank for a null rank).
     oom_files = ooms.get_column("file").unique().to_list()
     m = ctx.metrics_select("file", "line", "step", "rank", where=pl.col("step").is_not_null() & pl.col("file").is_in(oom_files))
     if m.height:
-        later = ooms.join(m.select("file", pl.col("line").alias("m_line"), pl.col("step").alias("m_step"), pl.col("rank").alias("m_rank")),
-                          on="file").filter(
-            (pl.col("m_line") > pl.col("line"))
-            & (pl.col("m_step") > pl.col("step").fill_null(-1))
-            & ((pl.col("rank") == pl.col("m_rank")) | (pl.col("rank").is_null() & pl.col("m_rank").is_null())))
-        caught = pl.concat([caught, later.select("file", "line")])
-    if caught.unique().height < ooms.height:
+        # The highest step logged after each line of a (file, rank): a later step than the OOM's means it went on.
+        top = (m.select("file", pl.col("rank").fill_null(-1).alias("_r"), pl.col("line").alias("m_line"), "step")
+               .sort("file", "_r", "m_line")
+               .with_columns(pl.col("step").reverse().cum_max().reverse().over("file", "_r").alias("top"))
+               .drop("step").sort("m_line"))
+        near = ooms.with_columns(pl.col("rank").fill_null(-1).alias("_r"), (pl.col("line") + 1).alias("_after")).join_asof(
+            top, left_on="_after", right_on="m_line", by=["file", "_r"], strategy="forward", check_sortedness=False)
+        caught |= (near.get_column("top") > near.get_column("step").fill_null(-1)).fill_null(False)
+    if not caught.all():
         return False
     last = ooms.group_by("file").agg(pl.col("line").max().alias("last"))
     later_errors = ctx.events.filter((pl.col("severity") == "error") & ~pl.col("code").is_in(list(OOM_CODES))).join(last, on="file")

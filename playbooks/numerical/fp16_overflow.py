@@ -8,7 +8,7 @@ from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import events
 from forensics.playbooks.fields import field
 
-from forensics.contracts.context import Context, evidence_rows
+from forensics.contracts.context import Context, event_count, evidence_rows
 from forensics.contracts.model import Cause, Detection, Severity
 
 PLAYBOOK = declare(
@@ -177,7 +177,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if not found:
         first = floor_ev.row(0, named=True)
         return Detection(summary=f"the loss scale reached its minimum: {first['message']}", onset=M.onset_at(first),
-                         evidence=evidence_rows(floor_ev), evidence_count=floor_ev.height,
+                         evidence=evidence_rows(floor_ev), evidence_count=event_count(floor_ev),
                          causes={"range_exceeded": 0.6, "lr_too_high": 0.6}, confidence=0.9)
     # Earliest first; at the same step the source that saw more overflows (messages count every one).
     found.sort(key=lambda x: (x[1]["start"]["step"] if x[1]["start"]["step"] is not None else 1 << 62, -x[1]["downs"]))
@@ -208,7 +208,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         summary=summary,
         onset=M.onset_at(st),
         evidence=evid + evidence_rows(floor_ev.head(1)),
-        evidence_count=info["post_downs"] + ev.height,
+        evidence_count=info["post_downs"] + event_count(ev),
         causes=causes,
         confidence=0.9,
         facts={"onset_step": st["step"], "overflows_in_window": info["downs"], "source": what,

@@ -7,7 +7,7 @@ from forensics.playbooks import metric_series as M
 from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import combine, events
 
-from forensics.contracts.context import Context, evidence_rows, onset_of
+from forensics.contracts.context import Context, event_count, evidence_rows, onset_of
 from forensics.contracts.model import Cause, Detection, Onset, Severity
 
 # Log lines that say the loss (or a value computed from it) went non-finite.
@@ -126,13 +126,13 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if logged.height:
         # The writer saw a non-finite scalar first: quote its earliest warning (it may precede the NaN loss line).
         evidence += evidence_rows(logged.head(1))
-        summary += f"; TensorBoard was handed a NaN/Inf value {logged.height} time(s)"
+        summary += f"; TensorBoard was handed a NaN/Inf value {event_count(logged)} time(s)"
     return Detection(
         summary=summary,
         onset=Onset(step=hit.step, rank=rank, file=hit.file, line=hit.line,
                     time=rows.item(0, "ts") if rows.height else None),
         evidence=evidence,
-        evidence_count=hit.points + ev.height,
+        evidence_count=hit.points + event_count(ev),
         causes=causes,
         confidence=0.95 if how == "loss" else 0.85,
         severity=None if incident else Severity.MEDIUM,
@@ -211,7 +211,7 @@ def _from_events(ev: pl.DataFrame, th: dict) -> Detection:
         summary=f"non-finite loss reported: {str(first.get('message') or first.get('text'))[:160]}",
         onset=onset_of(ev),
         evidence=evidence_rows(ev),
-        evidence_count=ev.height,
+        evidence_count=event_count(ev),
         causes={},
         confidence=0.8,
     )

@@ -9,7 +9,7 @@ from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import combine, detection, events, first_message
 from forensics.playbooks.fields import field
 
-from forensics.contracts.context import Context, evidence_rows, plain
+from forensics.contracts.context import Context, event_count, evidence_rows, plain
 from forensics.contracts.model import Cause, Detection, Onset, Severity
 
 DUMP_CODES = ("nccl_heartbeat_timeout", "nccl_watchdog_stuck", "dataloader_timeout", "faulthandler_timeout", "py_spy_dump")
@@ -238,7 +238,7 @@ def detect_stalled_then_killed(ctx: Context, th: dict) -> Detection | None:
                 f"{silence / 60:.0f} min, with no error, until the job was stopped from outside ({k['message']})",
         onset=Onset(step=last_step, time=last_ts, file=last["file"], line=last["line"]),
         evidence=evidence_rows(rows) + evidence_rows(kill.head(1).drop("_from_at")),
-        evidence_count=kill.height + 1,
+        evidence_count=event_count(kill) + 1,
         causes={"collective_deadlock": 0.5, "stuck_dataloader": 0.5, "dead_peer": 0.3},
         confidence=0.7,
         facts={"last_step": last_step, "silence_s": round(silence, 1), "typical_interval_s": float(typical)},
