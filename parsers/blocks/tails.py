@@ -110,14 +110,16 @@ def lone_exceptions(last: pl.DataFrame) -> list[dict]:
 
     `last`: each log's last non-blank line (prefix-split: `msg`, `rank`, `ts`), with `prev`, the text of the
     line before it (None when none). Not when the line above is another exception line (this one continues its
-    message, as a wrapped cause after `BackendCompilerFailed: … raised:`), nor when a signature reads the line
+    message, as a wrapped cause after `BackendCompilerFailed: … raised:`) or a `raise` of another exception (quoted
+    source: `_raises_this` decides a matching one inside a block), nor when a signature reads the line
     (its event says what happened: a launcher's `SignalException` is the scheduler's stop).
     """
     out = []
     rows = last.filter(pl.col("msg").str.contains(_LAST_EXC.pattern))
     for r in rows.iter_rows(named=True):
         msg, prev = r["msg"].strip(), (r["prev"] or "").strip()
-        if (prev and (EXC_TYPE.match(prev) or _TAIL_FRAME.match(r["prev"]) or TB_START.search(prev))) or _known(msg, any_severity=True):
+        if (prev and (EXC_TYPE.match(prev) or _TAIL_FRAME.match(r["prev"]) or TB_START.search(prev) or _TAIL_RAISE.match(prev))
+                or _known(msg, any_severity=True)):
             continue
         tm = EXC_TYPE.match(msg)
         out.append(event(line=int(r["line"]), end_line=int(r["line"]), code="python_traceback", severity="error",
