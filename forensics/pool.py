@@ -103,6 +103,9 @@ class _Slot:
         with _environ(env):
             first = self.executor.submit(os.getpid)  # starts the process now, under `env`
         self.pid_future: Future = first
+        # The worker's Process object, kept: once the pool is broken the executor drops it from its table, and its
+        # exit status is only known by joining it.
+        self.process = next(iter((getattr(self.executor, "_processes", None) or {}).values()), None)
         self.key: Any = None
         self.future: Future | None = None
         self.deadline = float("inf")
@@ -113,9 +116,13 @@ class _Slot:
 
     def exitcode(self) -> int | None:
         # No public API gives a pool worker's exit status; the executor's own process table does.
-        procs = getattr(self.executor, "_processes", None) or {}
-        for proc in list(procs.values()):
-            proc.join(timeout=1)
+        procs = [p for p in list((getattr(self.executor, "_processes", None) or {}).values()) or [self.process] if p is not None]
+        for proc in procs:
+            # A loaded machine may reap the dead worker late: wait for its status a little, not forever.
+            for _ in range(20):
+                proc.join(timeout=0.5)
+                if proc.exitcode is not None:
+                    break
             return proc.exitcode
         return None
 
