@@ -141,3 +141,21 @@ def test_joined_small_logs_each_get_their_own_last_line(tmp_path):
     ends = pl.from_arrow(tables["events"]).filter(pl.col("code") == "log_end")
     assert ends.select(pl.col("file").cast(pl.String), "line", "fields").rows() == [
         ("a.log", 3, '{"form":"fresh_bar"}'), ("c.log", 1, '{"form":"extension_build"}')]
+
+
+def test_flight_recorder_analysis_of_a_collective_some_ranks_never_joined(tmp_path):
+    """The flight recorder analyzer's report (PyTorch tutorial output) is a hang's stack evidence: silent-hang."""
+    text = ("Not all ranks joining collective 5 at entry 4\n"
+            "group info: 0:default_pg\n"
+            "collective: nccl:all_reduce\n"
+            "missing ranks: {1}\n"
+            "input sizes: [[3, 4]]\n"
+            "output sizes: [[3, 4]]\n"
+            "expected ranks: 2\n"
+            "collective state: scheduled\n"
+            "collective stack trace:\n"
+            "  all_reduce at /home/cpio/local/pytorch/torch/distributed/distributed_c10d.py:2696\n")
+    a = analyze(Context(ingest(write_run(tmp_path, {"fr_trace.txt": text}))))
+    top = [f for f in a.findings if f.severity > Severity.INFO][0]
+    assert top.id == "silent-hang" and "Not all ranks joining collective" in top.summary
+    assert [(e.file, e.line) for e in top.evidence][:1] == [("fr_trace.txt", 1)]

@@ -12,7 +12,8 @@ from forensics.playbooks.fields import field
 from forensics.contracts.context import Context, event_count, evidence_rows, plain
 from forensics.contracts.model import Cause, Detection, Onset, Severity
 
-DUMP_CODES = ("nccl_heartbeat_timeout", "nccl_watchdog_stuck", "dataloader_timeout", "faulthandler_timeout", "py_spy_dump")
+DUMP_CODES = ("nccl_heartbeat_timeout", "nccl_watchdog_stuck", "dataloader_timeout", "faulthandler_timeout", "py_spy_dump",
+              "flight_recorder_missing_ranks")
 # faulthandler's per-thread headers and frames: a hang's dump unless a fatal error of the same file asked for it.
 DUMP_THREAD_CODES = ("faulthandler_thread",)
 FRAME_CODES = ("faulthandler_frame",)
@@ -33,7 +34,8 @@ PLAYBOOK = declare(
         severity=Severity.HIGH,
         tables=("events", "metrics"),
         explains=("nccl-timeout", "rank-straggler"),
-        codes=("dataloader_timeout", "faulthandler_timeout", "nccl_heartbeat_timeout", "nccl_watchdog_stuck",
+        codes=("dataloader_timeout", "faulthandler_timeout", "flight_recorder_missing_ranks", "nccl_heartbeat_timeout",
+               "nccl_watchdog_stuck",
                "preemption_exit", "process_killed", "py_spy_dump", "python_traceback", "shell_signal_exit",
                "slurm_job_cancelled", "slurm_task_failed", "torchrun_child_failed", "torchrun_child_failed_report",
                "torchrun_closing_worker", "torchrun_death_signal", "torchrun_worker_signal", "fatal_python_error", "faulthandler_frame", "faulthandler_thread",
