@@ -115,16 +115,16 @@ class _Slot:
         return self.pid_future.result() if self.pid_future.done() and not self.pid_future.exception() else None
 
     def exitcode(self) -> int | None:
-        # No public API gives a pool worker's exit status; the executor's own process table does.
-        procs = [p for p in list((getattr(self.executor, "_processes", None) or {}).values()) or [self.process] if p is not None]
-        for proc in procs:
-            # A loaded machine may reap the dead worker late: wait for its status a little, not forever.
-            for _ in range(20):
-                proc.join(timeout=0.5)
-                if proc.exitcode is not None:
-                    break
-            return proc.exitcode
-        return None
+        # No public API gives a pool worker's exit status: the Process kept at start (or the executor's table) does.
+        proc = self.process or next(iter((getattr(self.executor, "_processes", None) or {}).values()), None)
+        if proc is None:
+            return None
+        # A loaded machine may reap the dead worker late: wait for its status a little, not forever.
+        for _ in range(20):
+            proc.join(timeout=0.5)
+            if proc.exitcode is not None:
+                break
+        return proc.exitcode
 
     def stop(self, kill: bool = False) -> None:
         pid = self.pid

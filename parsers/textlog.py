@@ -227,16 +227,16 @@ def _last_lines(frame: pl.DataFrame, starts: np.ndarray | None, tails: pl.DataFr
     return both.group_by("_f", maintain_order=True).tail(2)
 
 
-def _end_events(tails: pl.DataFrame | None, year: int, block_ends: set[int]) -> pl.DataFrame:
+def _end_events(tails: pl.DataFrame | None, year: int, read_lines: set[int]) -> pl.DataFrame:
     """The events of each file's last non-blank line: the `at_end` signatures' (where a hang's log stops: a progress
     bar that never advanced, a JIT build's `Using … as PyTorch extensions root...`), and a lone exception line there
-    (how the process ended, when a paste keeps only that line)."""
+    (how the process ended, when a paste keeps only that line) unless an event of the frames already reads it."""
     if tails is None or tails.height == 0:
         return pl.DataFrame(schema=signatures.SCHEMA)
     two = tails.sort("line").with_columns(pl.col("text").shift(1).over("_f").alias("prev"))
     last = split_prefixes(two.filter(pl.col("line") == pl.col("line").max().over("_f")).drop("_f"), year)
     ends = signatures.extract_at_end(last.drop("prev"))
-    lone = [e for e in tails_block.lone_exceptions(last) if e["line"] not in block_ends]
+    lone = [e for e in tails_block.lone_exceptions(last) if e["line"] not in read_lines]
     if not lone:
         return ends
     return pl.concat([ends, pl.DataFrame(lone, schema=signatures.SCHEMA)], how="vertical_relaxed")
@@ -247,7 +247,8 @@ def _read(src, year: int, out: _Output) -> tuple[ReadStats, dict]:
     stats = ReadStats()
     state: dict = {}  # extractor state carried across chunks (e.g. last step per rank)
     tails: pl.DataFrame | None = None
-    block_ends: set[int] = set()  # last lines of the blocks read (a log's last line may end a traceback block)
+    # Lines an event already reads: a signature's line, a block's last line (a log's last line may end a traceback).
+    read_lines: set[int] = set()
     for frame in iter_frames(src, stats=stats):
         tails = _last_lines(frame, out.starts, tails)
         profile_table.from_log(frame, state)  # prof.key_averages().table() printouts -> counters
@@ -269,11 +270,12 @@ def _read(src, year: int, out: _Output) -> tuple[ReadStats, dict]:
             m = pl.concat([m, _column_rows(cols)]).sort("line", "seg", maintain_order=True) if cols.height else m
         ev = signatures.extract(cand)
         bl = blocks.extract(frame, cand, year)
-        block_ends.update(bl.get_column("end_line").to_list())
+        read_lines.update(ev.filter(pl.col("severity") != "advice").get_column("line").to_list())
+        read_lines.update(bl.get_column("end_line").to_list())
         ev = followups.complete(frame, ev, bl)  # details on the next lines, wrapped pastes, report ranks
         nvsmi_table.from_log(frame, cand, state)  # nvidia-smi tables pasted in the log -> gpu, gpu_procs
         out.add(m, [ev, bl], int(frame.get_column("line").max()))
-    end = _end_events(tails, year, block_ends)
+    end = _end_events(tails, year, read_lines)
     if end.height:
         out.add(pl.DataFrame(schema=metric_lines.SCHEMA), [end], 0)
     out.close()

@@ -85,12 +85,11 @@ def read(frame: pl.DataFrame, cand: pl.DataFrame, found: list[dict]) -> list[dic
     return events
 
 
-@lru_cache(maxsize=2)
-def _signature_forms(any_severity: bool = False) -> tuple[re.Pattern, ...]:
+@lru_cache(maxsize=1)
+def _signature_forms() -> tuple[re.Pattern, ...]:
     from forensics.parsers import signatures
 
-    return tuple(re.compile(sig.regex) for sig in signatures.load()
-                 if sig.severity == "error" or (any_severity and sig.severity != "advice"))
+    return tuple(re.compile(sig.regex) for sig in signatures.load() if sig.severity == "error")
 
 
 # The signatures run here with `re`, which backtracks: an exception line is looked at up to this many characters,
@@ -98,11 +97,10 @@ def _signature_forms(any_severity: bool = False) -> tuple[re.Pattern, ...]:
 KNOWN_CHARS = 1000
 
 
-def _known(msg: str, any_severity: bool = False) -> bool:
-    """Whether an error signature (with `any_severity`, any non-advice one) reads this exception line: its event
-    already says what happened (a launcher's `SignalException` is the scheduler's stop, not a failure)."""
+def _known(msg: str) -> bool:
+    """Whether an error signature reads this exception line (its event already says the process failed)."""
     msg = msg[:KNOWN_CHARS]
-    return any(rx.search(msg) for rx in _signature_forms(any_severity))
+    return any(rx.search(msg) for rx in _signature_forms())
 
 
 def lone_exceptions(last: pl.DataFrame) -> list[dict]:
@@ -111,15 +109,14 @@ def lone_exceptions(last: pl.DataFrame) -> list[dict]:
     `last`: each log's last non-blank line (prefix-split: `msg`, `rank`, `ts`), with `prev`, the text of the
     line before it (None when none). Not when the line above is another exception line (this one continues its
     message, as a wrapped cause after `BackendCompilerFailed: … raised:`) or a `raise` of another exception (quoted
-    source: `_raises_this` decides a matching one inside a block), nor when a signature reads the line
-    (its event says what happened: a launcher's `SignalException` is the scheduler's stop).
+    source: `_raises_this` decides a matching one inside a block). The caller drops the lines an event of the
+    line-by-line pass already reads (a launcher's `SignalException` is the scheduler's stop, not a failure).
     """
     out = []
     rows = last.filter(pl.col("msg").str.contains(_LAST_EXC.pattern))
     for r in rows.iter_rows(named=True):
         msg, prev = r["msg"].strip(), (r["prev"] or "").strip()
-        if (prev and (EXC_TYPE.match(prev) or _TAIL_FRAME.match(r["prev"]) or TB_START.search(prev) or _TAIL_RAISE.match(prev))
-                or _known(msg, any_severity=True)):
+        if prev and (EXC_TYPE.match(prev) or _TAIL_FRAME.match(r["prev"]) or TB_START.search(prev) or _TAIL_RAISE.match(prev)):
             continue
         tm = EXC_TYPE.match(msg)
         out.append(event(line=int(r["line"]), end_line=int(r["line"]), code="python_traceback", severity="error",
