@@ -74,6 +74,17 @@ def _xs(values: list[float], x_kind: str) -> list[float]:
     return [_datenum(v) for v in values] if x_kind == "time" else values
 
 
+def _merged(spans: list[list[float]]) -> list[tuple[float, float]]:
+    """Intervals sorted, with overlapping or touching ones joined."""
+    out: list[list[float]] = []
+    for x0, x1 in sorted(spans):
+        if out and x0 <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], x1)
+        else:
+            out.append([x0, x1])
+    return [(a, b) for a, b in out]
+
+
 def plot(p: PlotData, onsets: list[tuple[float, str, bool]], log_y: bool = False) -> str:
     """One series plot: lines per series, NaN/Inf as markers on the top edge, onsets as vertical lines,
     shaded spans (throttling, skipped steps)."""
@@ -89,9 +100,12 @@ def plot(p: PlotData, onsets: list[tuple[float, str, bool]], log_y: bool = False
                 (m,) = ax.plot(_xs(s.bad_x, p.x_kind), [0.97] * len(s.bad_x), linestyle="none", marker="X", markersize=7,
                                color="#d62728", transform=top, label=f"NaN/Inf ({s.label})", clip_on=False)
                 m.set_gid(gid(p.key, "nonfinite", s.label))
-        for x0, x1, _label in p.spans:
-            ax.axvspan(*_xs([x0, x1 if x1 > x0 else x0 + 1e-9], p.x_kind), color="#ff9896", alpha=0.35, linewidth=0,
-                       label=None).set_gid(gid(p.key, "span"))
+        if p.spans:
+            # One collection of merged intervals, not a patch per span: a run with thousands of skipped steps
+            # would otherwise cost a patch (and an SVG path) each.
+            bars = [(x0, x1 - x0) for x0, x1 in _merged([_xs([a, b if b > a else a + 1e-9], p.x_kind) for a, b, _ in p.spans])]
+            ax.broken_barh(bars, (0, 1), transform=ax.get_xaxis_transform(), color="#ff9896", alpha=0.35,
+                           linewidth=0).set_gid(gid(p.key, "span"))
         if p.spans:
             ax.plot([], [], color="#ff9896", linewidth=6, alpha=0.6, label=p.spans[0][2].split(":")[-1].strip() if p.key == "loss"
                     or p.key == "loss_scale" else "throttled")
