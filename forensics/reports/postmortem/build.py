@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from forensics import __version__
 from forensics.engine import Analysis, Finding
 from forensics.playbooks.evidence import ranks_text
-from forensics.reports.postmortem import digest, plots, series
 from forensics.reports.postmortem import facts as F
+from forensics.reports.postmortem import plots, series
 from forensics.reports.postmortem.traces import TraceSummary, summarize
 
 
@@ -77,8 +77,6 @@ def _caption(p: series.PlotData) -> str:
 def build(a: Analysis) -> Postmortem:
     """The postmortem of an analysed run."""
     ctx = a.context
-    # Time and step lookups of the whole page in one pass over the metrics.
-    digest.prime(ctx, F.looked_up(a, ctx, F.find_saves(ctx.table("events"))))
     saves = F.checkpoint_saves(ctx)
     impact, t_fail, estimated = F.impact(a, ctx, saves)
     lanes = F.lanes(ctx, a)

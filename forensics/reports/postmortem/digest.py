@@ -45,58 +45,28 @@ def around(ctx: Context, col: str, targets: pl.DataFrame) -> pl.DataFrame:
     """For each target (file, line): the line and `col` of the metrics row with `col` set nearest at or before it
     (`back_line`, `back`) and at or after it (`fwd_line`, `fwd`) in the same file.
 
-    Answered from the table `prime` computed for every line the page looks up, when it covers the targets;
-    else computed for these targets alone."""
-    # Looked up as plain strings and integers; answered in the caller's own dtypes (a categorical file column).
-    want = targets.select("file", "line").drop_nulls().unique()
-    plain_want = want.select(pl.col("file").cast(pl.String).alias("_f"), pl.col("line").cast(pl.Int64).alias("_l"))
-    table = ctx.memo(("postmortem", "around"), lambda: None)
-    if table is None or plain_want.join(table, left_on=["_f", "_l"], right_on=["file", "line"], how="anti").height:
-        table = _around(ctx, (col,), plain_want.rename({"_f": "file", "_l": "line"}))
-    cols = [pl.col(f"{col}_{k}").alias(k) for k in ("back_line", "back", "fwd_line", "fwd")]
-    return (want.with_columns(pl.col("file").cast(pl.String).alias("_f"), pl.col("line").cast(pl.Int64).alias("_l"))
-            .join(table.select(pl.col("file").alias("_f"), pl.col("line").alias("_l"), *cols), on=["_f", "_l"], how="left")
-            .drop("_f", "_l"))
-
-
-def prime(ctx: Context, targets: pl.DataFrame) -> None:
-    """Every time and step lookup of the page in one pass over the metrics (each pass reads the whole table)."""
-    ctx.memo(("postmortem", "around"), lambda: _around(ctx, AROUND_COLS, targets.select("file", "line").drop_nulls().unique()))
-
-
-# The columns the page looks up around a line: the time of an unstamped line, the step of a save line.
-AROUND_COLS = ("ts", "step")
-
-
-def _around(ctx: Context, cols: tuple[str, ...], targets: pl.DataFrame) -> pl.DataFrame:
-    """`around` for several columns at once: `<col>_back_line`, `<col>_back`, `<col>_fwd_line`, `<col>_fwd`.
-
     One aggregation: each metrics row is placed between the sorted targets (a binary search) and only the
     extreme row between two targets is kept, so the answer has one row per target, however long the logs."""
     files = sorted(set(targets.get_column("file").drop_nulls().to_list()))
     t = _keyed(targets.select("file", "line").drop_nulls().unique().lazy(), files).sort("_key").collect().with_row_index("_j")
+    empty = t.with_columns(pl.lit(None, pl.Int64).alias("back_line"), pl.lit(None, pl.Int64).alias("fwd_line"))
     if t.height == 0 or not ctx.has("metrics"):
-        return t.select("file", "line", *[pl.lit(None, pl.Int64 if k.endswith("line") else None).alias(f"{c}_{k}")
-                                          for c in cols for k in ("back_line", "back", "fwd_line", "fwd")])
+        return empty.with_columns(pl.lit(None).alias("back"), pl.lit(None).alias("fwd")).drop("_key", "_j")
     keys = t.get_column("_key")
-    rows = _keyed(ctx.metrics_lazy().filter(pl.any_horizontal(pl.col(c).is_not_null() for c in cols) & pl.col("file").is_in(files))
-                  .select("file", "line", *cols), files)
-    # A row's key only where it holds `c`: max/min and arg_max/arg_min skip the nulls.
-    kc = {c: pl.when(pl.col(c).is_not_null()).then(pl.col("_key")) for c in cols}
+    rows = _keyed(ctx.metrics_lazy().filter(pl.col(col).is_not_null() & pl.col("file").is_in(files))
+                  .select("file", "line", col), files)
     # Target j holds the rows in (key[j-1], key[j]] (side left) for looking back, [key[j-1], key[j]) (right) ahead.
     back = (rows.with_columns(pl.lit(keys).search_sorted(pl.col("_key"), side="left").alias("_j"))
-            .group_by("_j").agg(*[a for c in cols for a in (kc[c].max().alias(f"_bk_{c}"), pl.col(c).get(kc[c].arg_max()).alias(f"_b_{c}"))]))
+            .group_by("_j").agg(pl.col("_key").max().alias("_bk"), pl.col(col).get(pl.col("_key").arg_max()).alias("back")))
     fwd = (rows.with_columns((pl.lit(keys).search_sorted(pl.col("_key"), side="right").cast(pl.Int64) - 1).alias("_j"))
-           .group_by("_j").agg(*[a for c in cols for a in (kc[c].min().alias(f"_fk_{c}"), pl.col(c).get(kc[c].arg_min()).alias(f"_f_{c}"))]))
+           .group_by("_j").agg(pl.col("_key").min().alias("_fk"), pl.col(col).get(pl.col("_key").arg_min()).alias("fwd")))
     b, f = pl.collect_all([back, fwd], engine="streaming")
     out = (t.join(b.with_columns(pl.col("_j").cast(pl.UInt32)), on="_j", how="left")
            .join(f.filter(pl.col("_j") >= 0).with_columns(pl.col("_j").cast(pl.UInt32)), on="_j", how="left").sort("_j")
            # Nothing between two targets: the answer is that of the neighbour target.
-           .with_columns(*[pl.col(f"_bk_{c}", f"_b_{c}").forward_fill() for c in cols],
-                         *[pl.col(f"_fk_{c}", f"_f_{c}").backward_fill() for c in cols]))
-    sel = []
-    for c in cols:
-        same_b, same_f = [(pl.col(f"{k}_{c}") // SHIFT) == (pl.col("_key") // SHIFT) for k in ("_bk", "_fk")]
-        sel += [pl.when(same_b).then(pl.col(f"_bk_{c}") % SHIFT).alias(f"{c}_back_line"), pl.when(same_b).then(pl.col(f"_b_{c}")).alias(f"{c}_back"),
-                pl.when(same_f).then(pl.col(f"_fk_{c}") % SHIFT).alias(f"{c}_fwd_line"), pl.when(same_f).then(pl.col(f"_f_{c}")).alias(f"{c}_fwd")]
-    return out.select("file", "line", *sel)
+           .with_columns(pl.col("_bk", "back").forward_fill(), pl.col("_fk", "fwd").backward_fill()))
+    same_b, same_f = [(pl.col(k) // SHIFT) == (pl.col("_key") // SHIFT) for k in ("_bk", "_fk")]
+    return out.select(
+        "file", "line",
+        pl.when(same_b).then(pl.col("_bk") % SHIFT).alias("back_line"), pl.when(same_b).then(pl.col("back")).alias("back"),
+        pl.when(same_f).then(pl.col("_fk") % SHIFT).alias("fwd_line"), pl.when(same_f).then(pl.col("fwd")).alias("fwd"))

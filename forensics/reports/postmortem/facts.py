@@ -323,7 +323,10 @@ def lanes(ctx: Context, a: Analysis) -> list[Lane]:
             lane.points.append(Point("last_metric", r["l_ts"], r["l_step"], r["l_file"], r["l_line"], "last metric line"))
     ev = ctx.table("events")
     if ev.height:
-        ev = timed_events(ctx, _lane_events(ev)).sort("ts_fill", "file", "line", nulls_last=True)
+        # Only the errors and the exits are marked: those are the rows whose time is looked up.
+        ev = ev.filter(pl.col("severity").is_in(["error", "info"])
+                       & ((pl.col("severity") == "error") | pl.col("code").is_in(list(EXIT_CODES))))
+        ev = timed_events(ctx, ev).sort("ts_fill", "file", "line", nulls_last=True)
         errs = ev.filter(pl.col("severity") == "error").group_by("rank", maintain_order=True).first()
         for r in errs.iter_rows(named=True):
             lane = out.setdefault(r["rank"], Lane(r["rank"]))
@@ -338,27 +341,6 @@ def lanes(ctx: Context, a: Analysis) -> list[Lane]:
         out[ff.rank].points.append(Point("first_failure", ff.time or time_near(ctx, ff.file, ff.line), ff.step, ff.file, ff.line,
                                          "first failure"))
     return [out[k] for k in sorted(out, key=lambda r: (r is None, r if r is not None else 0))]
-
-
-def _lane_events(ev: pl.DataFrame) -> pl.DataFrame:
-    """Only the errors and the exits are marked on the lanes: those are the rows whose time is looked up."""
-    return ev.filter(pl.col("severity").is_in(["error", "info"])
-                     & ((pl.col("severity") == "error") | pl.col("code").is_in(list(EXIT_CODES))))
-
-
-def looked_up(a: Analysis, ctx: Context, saves: list[Save]) -> pl.DataFrame:
-    """Every (file, line) whose time or step the page looks up in the metrics: the first failure, the lane
-    events without a time, each save line (its time) and the line before it (its step)."""
-    parts = [pl.DataFrame({"file": [s.file for s in saves] * 2, "line": [s.line for s in saves] + [s.line - 1 for s in saves]},
-                          schema={"file": pl.String, "line": pl.Int64})]
-    ff = a.first_failure
-    if ff is not None and ff.file is not None and ff.line is not None:
-        parts.append(pl.DataFrame({"file": [ff.file], "line": [ff.line]}, schema={"file": pl.String, "line": pl.Int64}))
-    ev = ctx.table("events")
-    if ev.height:
-        parts.append(_lane_events(ev).filter(pl.col("ts").is_null())
-                     .select(pl.col("file").cast(pl.String), pl.col("line").cast(pl.Int64)))
-    return pl.concat(parts).unique()
 
 
 def _metric_ends(ctx: Context) -> pl.DataFrame:
