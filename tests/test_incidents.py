@@ -71,7 +71,6 @@ STILL_MISSED: dict[str, str] = {
     "lerobot_1488_smolvla_data_s_dataloader_slow": "perf: want dataloader-bottleneck, got none",
     "nemo_1204_few_workers_gpu_util_zero": "short-paste: want dataloader-bottleneck, got none",
     "scvi_tools_3123_upgrade_slower_iterations": "perf: want step-time-regression, got none",
-    "online_rlhf_11_deepspeed_init_hang_main_process_port_0": "hang: want silent-hang, got none",
     "allennlp_4330_tokenizers_fork_deadlock_lazy_reader_workers": "hang: want silent-hang, got none",
     "torchtitan_1618_validation_hang_uneven_batches_across_ranks": "hang: want collective-mismatch, got none",
     "returnn_1500_hang_pcie_fatal_aer_gpu_hardware": "hang: want gpu-hardware-fault, got none",

@@ -60,6 +60,13 @@ PLAYBOOK = declare(
                   verify="Print RANK / LOCAL_RANK / WORLD_SIZE (SLURM_PROCID, SLURM_NTASKS) in every process",
                   fix="Launch one process per GPU with matching settings (srun --ntasks-per-node equal to the trainer's "
                       "devices per node)", prior=0.2),
+            Cause("rendezvous_incomplete", "The process group never formed: a rank or node never reached the rendezvous "
+                  "(an unreachable MASTER_ADDR, a MASTER_PORT of 0 or in use, the wrong network interface, a node that "
+                  "never started)",
+                  verify="NCCL_DEBUG=INFO TORCH_DISTRIBUTED_DEBUG=DETAIL; check every rank prints the same MASTER_ADDR, "
+                         "MASTER_PORT and world size; nc -zv <MASTER_ADDR> <MASTER_PORT> from each node",
+                  fix="Give every rank one reachable address and a fixed free port (not 0); set NCCL_SOCKET_IFNAME; pass a "
+                      "timeout to init_process_group so the wait becomes an error", prior=0.2),
         ),
         verify="py-spy dump --pid <pid>; TORCH_NCCL_DUMP_ON_TIMEOUT=1 (flight recorder)",
         fix="As the cause says; add timeouts so hangs become errors",
@@ -82,7 +89,10 @@ that ends at torch.utils.cpp_extension's `Using … as PyTorch extensions root..
 stale `lock` file); registration lines (`Initializing distributed: GLOBAL_RANK: r, MEMBER: m/N`) in which
 two processes claim one rank while others never appear, and nothing after; a progress bar that never
 advanced (`0/N [00:00<?, ?it/s]`) after an earlier loop finished and saved a checkpoint (medium: only
-the last line proves it).
+the last line proves it); a log whose last line is a process-group start-up line (DeepSpeed's
+`Initializing TorchBackend in DeepSpeed with backend nccl` / `cdb=None`, torch's `Added key:
+store_based_barrier_key:1 to store for rank: 0` or `Waiting in store based barrier …`, torchrun's `[default]
+Rendezvous'ing worker group`) with no error in the run (low: a paste may just stop there).
 
 ## Why it matters
 Hung jobs burn GPU hours until someone notices; the rank that stopped first is where to look.
@@ -99,7 +109,8 @@ cancels while it still makes progress (a time limit too short, `scancel`, preemp
 the stop is the scheduler's, not a failure of the run; srun's `task N: Terminated` / `Killed` lines
 that follow are its consequence. A log whose extensions-root line is followed by anything (the build,
 `Loading extension module`, training), a restart that prints every rank twice, and a paste that ends on a
-fresh progress bar with no finished loop before it are no finding.
+fresh progress bar with no finished loop before it are no finding; nor are start-up lines followed by
+anything (most DeepSpeed logs print them and go on), or Lightning's registration lines of every member.
 """,
     )
 )
