@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from forensics.playbooks.base import Playbook, declare
+import polars as pl
+from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import combine, detection, events, first_message
+from forensics.playbooks.fields import field
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Cause, Detection, Severity
@@ -11,6 +13,11 @@ from forensics.contracts.model import Cause, Detection, Severity
 VOCAB_CODES = ("embedding_size_mismatch",)
 PADDING_CODES = ("padding_side_warning",)
 LENGTH_CODES = ("sequence_length_warning",)
+# An embedding lookup that names the index and the table (PyTorch <= 1.4: `Tried to access index I out of table with
+# R rows`): a table the size of a vocabulary and an index just past its end are ids of tokens added to the tokenizer
+# (special tokens) without resizing the embedding. Any other out-of-range index (negative, far past the table, a
+# small table) stays bad-input-data's, as does today's `index out of range in self`, which names no numbers.
+INDEX_CODES = ("embedding_index_out_of_range",)
 
 PLAYBOOK = declare(
     Playbook(
@@ -20,7 +27,7 @@ PLAYBOOK = declare(
         severity=Severity.MEDIUM,
         tables=("events",),
         explains=("bad-input-data", "device-assert"),
-        codes=("embedding_size_mismatch", "padding_side_warning", "sequence_length_warning"),
+        codes=("embedding_index_out_of_range", "embedding_size_mismatch", "padding_side_warning", "sequence_length_warning"),
         causes=(
             Cause("different_tokenizer", "A different tokenizer (or added special tokens) than the model's embedding was built for",
                   verify="compare len(tokenizer) with model.get_input_embeddings().num_embeddings and the tokenizer files' hashes",
@@ -34,18 +41,25 @@ PLAYBOOK = declare(
         ),
         verify="Compare tokenizer configs (vocab size, special tokens, padding side) between training and inference",
         fix="Save and load one tokenizer with the model",
-        thresholds={},
+        thresholds={
+            "min_vocab_rows": Threshold(1000, "rows from which an embedding table whose lookup failed is taken for a vocabulary", "ours"),
+            "max_added_tokens": Threshold(1024, "how far past the table's end an index may be and still be a token added to the tokenizer", "ours"),
+        },
         doc="""\
 ## Symptom
 Vocabulary/embedding size mismatches (`size mismatch for … embed_tokens.weight`), padding-side or
-pad-token warnings, special tokens added without resizing embeddings, sequence-length warnings.
+pad-token warnings, special tokens added without resizing embeddings (an embedding lookup of an index
+just past a vocabulary-sized table: `Tried to access index 50257 out of table with 50256 rows`),
+sequence-length warnings.
 
 ## Why it matters
 A silent tokenizer mismatch trains or evaluates on the wrong ids; in the worst case ids exceed the
 embedding and the run crashes with an index error far from the cause.
 
 ## Evidence
-`events` with vocabulary, padding and length codes.
+`events` with vocabulary, padding and length codes; embedding index errors that name the index and the
+table when the table is at least `min_vocab_rows` rows and the index at most `max_added_tokens` past
+its end (a negative index, one far past the table or a small table is bad-input-data's).
 
 ## Known false positives
 `Token indices sequence length is longer than the specified maximum` alone is common and usually
@@ -59,7 +73,8 @@ threads): on its own it gives an `info` finding only.
 @PLAYBOOK.detector(("events",))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Vocabulary mismatches (medium), padding warnings (low), a length warning alone (info)."""
-    vocab, pad, length = events(ctx, VOCAB_CODES), events(ctx, PADDING_CODES), events(ctx, LENGTH_CODES)
+    vocab = combine(events(ctx, VOCAB_CODES), _added_token_index(ctx, th))
+    pad, length = events(ctx, PADDING_CODES), events(ctx, LENGTH_CODES)
     parts = [p for p in (vocab, pad, length) if p.height]
     if not parts:
         return None
@@ -76,3 +91,12 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     severity = Severity.MEDIUM if vocab.height else Severity.LOW if pad.height else Severity.INFO
     return detection(ev, f"tokenizer and model disagree: {first_message(vocab if vocab.height else ev)}", causes,
                      confidence=0.85 if vocab.height else 0.5, severity=severity)
+
+
+def _added_token_index(ctx: Context, th: dict) -> pl.DataFrame:
+    """Embedding lookups of an index just past a vocabulary-sized table (tokens added without resizing)."""
+    ev = events(ctx, INDEX_CODES)
+    if ev.height == 0:
+        return ev
+    index, rows = field("index").cast(pl.Int64, strict=False), field("rows").cast(pl.Int64, strict=False)
+    return ev.filter((rows >= th["min_vocab_rows"]) & (index >= rows) & (index - rows <= th["max_added_tokens"]))

@@ -15,6 +15,10 @@ ARCH_CODES = ("no_kernel_image", "cuda_arch_incompatible")
 # index the machine or the job's allocation does not have, a job or container given no GPU).
 NO_DEVICE_CODES = ("cuda_no_device",)
 NCCL_CODES: tuple[str, ...] = ()  # no message form of a version mismatch is known yet
+# TensorFlow / XLA built against one cuDNN and loading another (`Loaded runtime CuDNN library: X but source was
+# compiled with Y`): the convolution that follows fails (a fatal `Check failed: …GetConvolveAlgorithms`, an abort),
+# a consequence of the mismatch, so this error comes first.
+CUDNN_CODES = ("cudnn_version_mismatch",)
 # The UserWarning torch prints when CUDA cannot initialise (the run then goes on without a GPU).
 INIT_WARNING = r"UserWarning: CUDA initialization:|^CUDA initialization:"
 NO_DRIVER = r"Found no NVIDIA driver on your system"
@@ -28,7 +32,7 @@ PLAYBOOK = declare(
         tables=("events",),
         explains=("nccl-timeout", "device-assert"),
         codes=("cuda_arch_incompatible", "cuda_driver_insufficient", "cuda_driver_too_old", "cuda_init_failed",
-               "cuda_no_device", "no_kernel_image", "no_nvidia_driver", "nvml_driver_mismatch"),
+               "cuda_no_device", "cudnn_version_mismatch", "no_kernel_image", "no_nvidia_driver", "nvml_driver_mismatch"),
         causes=(
             Cause("driver_too_old", "The NVIDIA driver is older than the CUDA runtime the wheel was built for",
                   verify="nvidia-smi (driver / max CUDA version) vs python -c 'import torch; print(torch.version.cuda)'",
@@ -41,6 +45,12 @@ PLAYBOOK = declare(
                   verify="echo $CUDA_VISIBLE_DEVICES; nvidia-smi -L; grep -rn CUDA_VISIBLE_DEVICES in the scripts; the job's --gres/--gpus",
                   fix="Remove or correct the hard-coded CUDA_VISIBLE_DEVICES; request GPUs from the scheduler (--gres=gpu:N) "
                       "or the container runtime (--gpus all)", prior=0.3),
+            Cause("cudnn_mismatch", "The cuDNN library loaded at run time is not the one the framework was compiled against "
+                                    "(another cuDNN earlier on the library path, or one a package manager pulled in)",
+                  verify="python -c 'import tensorflow as tf; print(tf.sysconfig.get_build_info())'; ldconfig -p | grep libcudnn; "
+                         "conda list cudnn",
+                  fix="Install the cuDNN the wheel was built for (TensorFlow's tested-build table), or the framework build "
+                      "matching the installed cuDNN; remove the stray libcudnn from LD_LIBRARY_PATH", prior=0.3),
             Cause("nccl_mismatch", "Different NCCL/CUDA versions across nodes or against the system library",
                   verify="NCCL_DEBUG=VERSION on every node; python -m torch.utils.collect_env",
                   fix="Use one container image on all nodes; don't LD_PRELOAD a different libnccl", prior=0.15),
@@ -52,7 +62,7 @@ PLAYBOOK = declare(
 ## Symptom
 `CUDA driver version is insufficient for CUDA runtime version`, `no kernel image is available for
 execution on the device`, `… with CUDA capability sm_XX is not compatible with the current PyTorch
-installation`, NCCL version mismatches, `No CUDA GPUs are available` (torch found no device it may use:
+installation`, TensorFlow's `Loaded runtime CuDNN library: X but source was compiled with Y`, NCCL version mismatches, `No CUDA GPUs are available` (torch found no device it may use:
 usually `CUDA_VISIBLE_DEVICES` names an index this machine or job does not have).
 
 ## Why it matters
@@ -60,7 +70,7 @@ Nothing in the training code is wrong; the environment is. The run fails at its 
 worse, one node of many differs.
 
 ## Evidence
-`events` with driver, architecture and NCCL-version codes, and torch finding no visible device (which
+`events` with driver, architecture, cuDNN-version and NCCL-version codes, and torch finding no visible device (which
 ranks `no_visible_gpu` first: the driver answered, the process was shown no GPU).
 
 ## Known false positives
@@ -78,8 +88,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     import polars as pl
 
     drv, arch, nccl = events(ctx, DRIVER_CODES), events(ctx, ARCH_CODES), events(ctx, NCCL_CODES)
-    none_visible = events(ctx, NO_DEVICE_CODES)
-    parts = [p for p in (drv, arch, nccl, none_visible) if p.height]
+    none_visible, cudnn = events(ctx, NO_DEVICE_CODES), events(ctx, CUDNN_CODES)
+    parts = [p for p in (drv, arch, nccl, none_visible, cudnn) if p.height]
     if not parts:
         return None
     ev = combine(*parts)
@@ -92,6 +102,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         causes["nccl_mismatch"] = 0.8
     if none_visible.height:
         causes["no_visible_gpu"] = 1.0
+    if cudnn.height:
+        causes["cudnn_mismatch"] = 1.0
     # torch prints driver problems at CUDA initialisation as a UserWarning and goes on without the GPU.
     raised = ev.filter((pl.col("severity") == "error") & ~pl.col("message").str.contains(INIT_WARNING))
     only_warning = raised.height == 0

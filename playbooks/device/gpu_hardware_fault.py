@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 from forensics.playbooks.base import Playbook, Threshold, declare
-from forensics.playbooks.evidence import detection, events, first_message
+from forensics.playbooks.evidence import combine, detection, events, first_message
 from forensics.playbooks.fields import field
 
 from forensics.contracts.context import Context
@@ -13,6 +13,11 @@ from forensics.contracts.model import Cause, Detection, Severity
 # amdgpu's kernel lines are AMD's counterparts: a GPU page fault (like Xid 31, usually the program's bad
 # address) and a ring timeout (the GPU stopped completing work and the driver reset it).
 CODES = ("xid", "sxid", "ecc_error", "gpu_fallen_off_bus", "gpu_init_failed", "amdgpu_page_fault", "amdgpu_ring_timeout")
+# Linux PCIe AER (kernel log): an uncorrectable error on a device's link or its root port, and a recovery that failed
+# (`nvidia 0000:03:00.0: AER: can't recover (no error_detected callback)`: the nvidia driver has no AER callbacks,
+# so any uncorrectable error on the GPU's link leaves it dead until a reset). Counted only where a line of the same
+# log names the nvidia driver: the same lines on a NIC, an NVMe disk or a Thunderbolt port are not the GPU's.
+AER_CODES = ("pcie_aer_error",)
 # Xid codes that mean the hardware (memory, bus, GPU) failed, not the program. 13/31/43 are usually application faults.
 HW_XIDS = {"48", "63", "64", "74", "79", "92", "94", "95", "119", "120", "123", "140"}
 # NVLink errors: 74 (older GPUs) and 144-150 (NVLink5 / NVL72 families).
@@ -27,7 +32,7 @@ PLAYBOOK = declare(
         tables=("events", "gpu"),
         explains=("nccl-timeout", "silent-hang", "device-assert", "cuda-context-corruption", "rank-straggler"),
         codes=("amdgpu_page_fault", "amdgpu_ring_timeout", "ecc_error", "gpu_fallen_off_bus", "gpu_init_failed",
-               "sxid", "xid"),
+               "pcie_aer_error", "sxid", "xid"),
         causes=(
             Cause("failing_gpu", "The GPU's memory or chip is failing (uncorrectable ECC, row-remap failure, Xid 48/63/64/94/95)",
                   verify="nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER on the node; dmesg | grep -i xid",
@@ -48,7 +53,8 @@ PLAYBOOK = declare(
         doc="""\
 ## Symptom
 Kernel log `NVRM: Xid (PCI:…): N, …` lines, `uncorrectable ECC error encountered`, `GPU has fallen
-off the bus`, `NVRM: GPU …: RmInitAdapter failed!` (the driver cannot initialise the GPU),
+off the bus`, PCIe AER `PCIe Bus Error: severity=Uncorrected (Fatal)` / `AER: Multiple Uncorrected (Fatal) error
+received` / `nvidia 0000:…: AER: can't recover` on the GPU or its root port, `NVRM: GPU …: RmInitAdapter failed!` (the driver cannot initialise the GPU),
 `Unable to determine the device handle for GPU … : GPU is lost`, pending retired pages
 or uncorrectable ECC counts in nvidia-smi samples, a GPU missing from later samples; on AMD GPUs,
 amdgpu `[gfxhub] page fault (src_id:… ring:… vmid:… pasid:…)` and `ring gfx_0.0.0 timeout` lines.
@@ -58,12 +64,15 @@ No code change fixes failing hardware; the job must move off the node, and every
 rank (timeouts, asserts, context errors) is a consequence.
 
 ## Evidence
-`events` (Xid, ECC, bus errors) and `gpu` (ECC counters, retired pages, missing GPUs).
+`events` (Xid, ECC, bus errors, PCIe AER uncorrectable errors where the nvidia driver is named) and `gpu`
+(ECC counters, retired pages, missing GPUs).
 
 ## Known false positives
 Xid 13, 31 and 43 are usually raised by application faults (illegal address, exception); they are
 reported with lower confidence, as are amdgpu `[gfxhub] page fault` lines (AMD's Xid 31). An amdgpu
-`ring … timeout` (the driver reset a hung GPU) names a failing GPU with middling strength. An Xid 45 (channel cleanup) `caused by previous Xid N` is judged by N.
+`ring … timeout` (the driver reset a hung GPU) names a failing GPU with middling strength. PCIe AER
+`severity=Corrected` lines are routine on healthy hosts and are not read; uncorrectable ones count only in a log
+where the nvidia driver is named (the same lines on a NIC, a disk or a Thunderbolt port are not the GPU's). An Xid 45 (channel cleanup) `caused by previous Xid N` is judged by N.
 """,
     )
 )
@@ -72,7 +81,8 @@ reported with lower confidence, as are amdgpu `[gfxhub] page fault` lines (AMD's
 @PLAYBOOK.detector(("events",))
 def detect_events(ctx: Context, th: dict) -> Detection | None:
     """Xid, ECC and bus-loss lines in logs or kernel messages."""
-    ev = events(ctx, CODES)
+    aer = _gpu_link_errors(ctx)
+    ev = combine(events(ctx, CODES), aer)
     if ev.height == 0:
         return None
     # An Xid caused by an earlier one (`45 … caused by previous Xid 149`) counts as that earlier one too.
@@ -81,7 +91,7 @@ def detect_events(ctx: Context, th: dict) -> Detection | None:
     causes: dict[str, float] = {}
     if {x for x in xids} & HW_XIDS or "ecc" in text or "remap" in text:
         causes["failing_gpu"] = 0.9
-    if "79" in xids or "fallen off" in text or "gpu is lost" in text:
+    if "79" in xids or "fallen off" in text or "gpu is lost" in text or aer.height:
         causes["bus_or_power"] = 0.9
     elif "rminitadapter failed" in text:
         # The driver cannot bring the GPU up: most often a link, power or firmware problem.
@@ -104,3 +114,12 @@ def detect_events(ctx: Context, th: dict) -> Detection | None:
                      facts={"xids": sorted(xids)})
 
 
+
+
+def _gpu_link_errors(ctx: Context) -> pl.DataFrame:
+    """PCIe AER uncorrectable errors and failed recoveries of logs in which the nvidia driver is named."""
+    ev = events(ctx, AER_CODES)
+    if ev.height == 0:
+        return ev
+    gpu_files = ev.filter(field("driver") == "nvidia").select("file").unique()
+    return ev.join(gpu_files, on="file", how="semi")

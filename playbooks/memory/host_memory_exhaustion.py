@@ -42,6 +42,15 @@ WORKER_CODES = ("dataloader_worker_killed", "dataloader_worker_exited")
 SIGKILL_CODES = ("torchrun_child_failed", "torchrun_worker_signal", "torchrun_child_failed_report", "deepspeed_launcher_exit",
                  "spawn_process_exited", "slurm_task_failed")
 SIGKILL_TEXT = r"exitcode: -9|exitcode\s*:\s*-9|Signal 9 \(SIGKILL\)|return code = -9|signal SIGKILL|Signals\.SIGKILL|: tasks? [\d,-]+: Killed$"
+# A worker the main process found dead with no reason printed (`DataLoader worker (pid(s) N) exited unexpectedly`,
+# raised by _try_get_data; the `with exit code N` form is a worker that exited by itself, an error of its own). On
+# Linux a signal's report (`is killed by signal: Killed` / `Bus error`) comes first when it is printed at all; pasted
+# alone, PyTorch's threads answer with the OOM killer or a too-small /dev/shm (detectron2#384 `--shm-size`,
+# Yet-Another-EfficientDet-Pytorch#586 Colab RAM, VideoSys#97 RAM growth until killed). A line that names another
+# cause of the worker's end (its Python exception, a segfault, another signal, CUDA in a forked worker) decides.
+BARE_EXIT_CODES = ("dataloader_worker_exited",)
+OTHER_WORKER_END_CODES = ("dataloader_worker_exception", "dataloader_worker_fault", "dataloader_worker_killed",
+                          "cuda_fork_reinit")
 # The shell's own report of a child it lost to SIGKILL (`Killed`, bash's `line 27:   318 Killed  sh start.sh`, glued
 # after a tqdm bar, or localised): the same evidence as a launcher's `exitcode: -9`, so the same unproven finding.
 SHELL_KILL_CODES = ("process_killed",)
@@ -54,8 +63,8 @@ PLAYBOOK = declare(
         severity=Severity.CRITICAL,
         tables=("events",),
         explains=("nccl-timeout", "silent-hang", "rank-straggler"),
-        codes=("cpu_alloc_failed", "cuda_oom", "dataloader_too_many_open_files", "dataloader_worker_bus_error",
-               "dataloader_worker_exited", "dataloader_worker_killed", "deepspeed_launcher_exit", "host_oom_killed",
+        codes=("cpu_alloc_failed", "cuda_fork_reinit", "cuda_oom", "dataloader_too_many_open_files", "dataloader_worker_bus_error",
+               "dataloader_worker_exception", "dataloader_worker_exited", "dataloader_worker_fault", "dataloader_worker_killed", "deepspeed_launcher_exit", "host_oom_killed",
                "nccl_shm_attach_failed", "preemption_exit", "shared_memory_error", "slurm_job_cancelled",
                "slurm_oom_kill", "slurm_task_failed", "spawn_process_exited", "too_many_open_files",
                "torchrun_child_failed", "torchrun_child_failed_report", "torchrun_death_signal",
@@ -111,7 +120,10 @@ gives a finding of low confidence that says so: the OOM killer is the usual send
 every public thread with such a paste), but a scheduler or a person may have sent the signal; `dmesg` decides. When the scheduler says it stopped the job
 (`*** JOB … CANCELLED AT …` for a time limit, `scancel`, preemption or requeue; a launcher's death
 signal), the SIGKILLs that follow are its own and nothing is reported; so are srun's `Killed` tasks
-after another task's failure was reported (`--kill-on-bad-exit`).
+after another task's failure was reported (`--kill-on-bad-exit`). A bare `DataLoader worker (pid(s) N) exited
+unexpectedly` with nothing else about the worker's end gives a `medium` finding of low confidence (host RAM or
+/dev/shm is the usual answer, not proven); a line naming another end (the worker's own exception, `with exit
+code N`, a segfault or another signal, CUDA re-initialised in a forked worker) leaves it to that cause.
 """,
     )
 )
@@ -131,7 +143,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     killed = events(ctx, WORKER_CODES, text=r"signal: Killed")
     parts = [p for p in (kernel, shm, fd, mmap, bus, killed) if p.height]
     if not parts:
-        return _sigkill_only(ctx)
+        return _sigkill_only(ctx) or _bare_worker_exit(ctx)
     ev = combine(*parts)
     causes: dict[str, float] = {}
     cause_ev: dict[str, list] = {}
@@ -202,3 +214,20 @@ def _sigkill_only(ctx: Context) -> Detection | None:
     return detection(ev, f"a worker{' (' + ranks + ')' if ranks else ''} was killed by SIGKILL: usually the host "
                          "OOM killer, but not proven by these logs (check dmesg)",
                      {"too_many_workers": 0.4, "dataset_in_each_worker": 0.4}, confidence=0.4)
+
+
+def _bare_worker_exit(ctx: Context) -> Detection | None:
+    """A DataLoader worker found dead with no reason printed: usually the OOM killer or /dev/shm, reported as unproven."""
+    ev = events(ctx, BARE_EXIT_CODES)
+    if ev.height == 0:
+        return None
+    ev = ev.filter(field("exitcode").is_null())
+    other = events(ctx, OTHER_WORKER_END_CODES)
+    if other.height and ev.height:
+        ev = ev.join(other.select("file").unique(), on="file", how="anti")
+    if ev.height == 0:
+        return None
+    return detection(ev, "a DataLoader worker died with no reason printed: usually the host OOM killer or a too-small "
+                         f"/dev/shm, not proven by these logs (check dmesg, df -h /dev/shm): {first_message(ev)}",
+                     {"too_many_workers": 0.4, "small_shm": 0.4, "dataset_in_each_worker": 0.3},
+                     confidence=0.4, severity=Severity.MEDIUM)

@@ -18,7 +18,12 @@ MISMATCH_CODES = ("state_dict_mismatch",)
 SAVE_CODES = ("checkpoint_write_failed", "checkpoint_permission_denied")
 # Generic OS errors: they count only inside a save/load context (traceback or path).
 OS_CODES = ("permission_denied", "no_space_left")
-CONTEXT = r"(?i)torch/serialization\.py|torch\.save|save_pretrained|save_checkpoint|save_model|_save_checkpoint|checkpoint|safetensors|\.pt['\"]|\.pth['\"]|\.bin['\"]|\.ckpt|state_dict|save_file|load_state_dict"
+# Paths as printed on Linux and Windows (`…\site-packages\torch\serialization.py`).
+CONTEXT = r"(?i)torch[/\\]serialization\.py|torch\.save|save_pretrained|save_checkpoint|save_model|_save_checkpoint|checkpoint|safetensors|\.pt['\"]|\.pth['\"]|\.bin['\"]|\.ckpt|state_dict|save_file|load_state_dict"
+# pickle's `EOFError: Ran out of input` (an empty or cut file) is a checkpoint only under torch.load's frames: the
+# Windows DataLoader's spawned workers raise the same error in multiprocessing/spawn.py.
+EOF_CODES = ("pickle_eof",)
+LOAD_CONTEXT = r"torch[/\\]serialization\.py|torch\.load\("
 
 PLAYBOOK = declare(
     Playbook(
@@ -29,7 +34,7 @@ PLAYBOOK = declare(
         tables=("events",),
         explains=("nccl-timeout", "silent-hang"),
         codes=("checkpoint_corrupt", "checkpoint_permission_denied", "checkpoint_write_failed",
-               "embedding_size_mismatch", "no_space_left", "permission_denied", "state_dict_mismatch", "checkpoint_weights_only"),
+               "embedding_size_mismatch", "no_space_left", "permission_denied", "pickle_eof", "state_dict_mismatch", "checkpoint_weights_only"),
         causes=(
             Cause("not_writable", "The checkpoint folder is missing or not writable (permissions, read-only mount, a folder never created)",
                   verify="touch <output_dir>/probe && rm <output_dir>/probe as the job's user",
@@ -60,8 +65,9 @@ PLAYBOOK = declare(
 Saving or loading a checkpoint failed: `PermissionError: [Errno 13] Permission denied` or
 `[Errno 28] No space left on device` inside `torch.save` / `save_pretrained`, `Parent directory …
 does not exist` from `torch.save`, `PytorchStreamReader
-failed reading zip archive: failed finding central directory`, safetensors header errors, an
-unpickling EOF on load, `Weights only load failed` (torch.load's safe unpickler, the default since
+failed reading zip archive: failed finding central directory`, safetensors header errors, a
+legacy archive cut short (`unexpected EOF, expected N more bytes. The file might be corrupted.`), an
+unpickling EOF on load (`EOFError: Ran out of input` under torch.load's frames), `Weights only load failed` (torch.load's safe unpickler, the default since
 PyTorch 2.6, refusing an object of the checkpoint), or `Error(s) in loading state_dict for X:` with its first `size mismatch for …`
 / `Missing key(s)` / `Unexpected key(s)` line (the checkpoint is whole but belongs to another model).
 
@@ -80,12 +86,12 @@ filters it out.
 )
 
 
-def _in_checkpoint_context(ctx: Context, ev: pl.DataFrame) -> pl.DataFrame:
+def _in_checkpoint_context(ctx: Context, ev: pl.DataFrame, context: str = CONTEXT) -> pl.DataFrame:
     """Keep OS errors whose own text, or an enclosing traceback block, mentions a save/load."""
     if ev.height == 0:
         return ev
-    own = ev.filter(pl.col("text").str.contains(CONTEXT) | pl.col("message").str.contains(CONTEXT))
-    blocks = ctx.events.filter(pl.col("end_line") > pl.col("line")).filter(pl.col("text").str.contains(CONTEXT))
+    own = ev.filter(pl.col("text").str.contains(context) | pl.col("message").str.contains(context))
+    blocks = ctx.events.filter(pl.col("end_line") > pl.col("line")).filter(pl.col("text").str.contains(context))
     if blocks.height == 0:
         return own
     joined = ev.join(blocks.select("file", pl.col("line").alias("b0"), pl.col("end_line").alias("b1")), on="file")
@@ -96,7 +102,7 @@ def _in_checkpoint_context(ctx: Context, ev: pl.DataFrame) -> pl.DataFrame:
 @PLAYBOOK.detector(("events",))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Corrupt-archive errors, and permission / disk-full errors in a checkpoint context."""
-    corrupt = events(ctx, CORRUPT_CODES)
+    corrupt = combine(events(ctx, CORRUPT_CODES), _in_checkpoint_context(ctx, events(ctx, EOF_CODES), LOAD_CONTEXT))
     weights_only = events(ctx, WEIGHTS_ONLY_CODES)
     mismatch = _not_vocabulary(events(ctx, MISMATCH_CODES), ctx.events_of("embedding_size_mismatch"))
     os_err = pl.concat([events(ctx, SAVE_CODES), _in_checkpoint_context(ctx, events(ctx, OS_CODES))], how="vertical_relaxed")
