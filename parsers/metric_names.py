@@ -40,6 +40,11 @@ def apply_aliases(rows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def postfix_names() -> dict[str, str]:
+    """Short progress-bar postfix names (GAN losses: `DR`, `DF`, `G`, `GP`, `errD`) -> canonical loss-part names."""
+    return dict(_table()["postfix"])
+
+
 def prose_names(raw: pl.Series, *, snake_rest: bool = False) -> dict[str, str]:
     """Raw hand-printed names -> canonical names by the word rules (`Training Loss` -> loss,
     `validation accuracy` -> eval_accuracy, `validation/main/loss` -> eval_loss, `Acc.` -> acc).

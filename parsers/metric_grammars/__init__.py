@@ -27,6 +27,7 @@ from forensics.parsers.metric_grammars import (
     lora_dump,
     megatron,
     metriclogger,
+    mxnet,
     nanogpt,
     nanotron,
     olmo,
@@ -74,6 +75,7 @@ GRAMMARS: list[Grammar] = [
     sb3.GRAMMAR,
     caffe.GRAMMAR,
     lora_dump.GRAMMAR,
+    mxnet.GRAMMAR,
     # Late: its needles (` | `, a tab) are common, so it sees only the lines the specific grammars left.
     hf_table.GRAMMAR,
     generic.JSON_GRAMMAR,

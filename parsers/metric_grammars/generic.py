@@ -290,7 +290,8 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     return rows.with_columns(named.alias("name"))
 
 
-COMMENT = r"\s+(?:<-+|#+)\s*[A-Za-z].*$"
+# `←` too: hand-annotated trajectories (`step=220  loss=1.43  gnorm=7.7    ← BEST`, paiml/entrenar#274).
+COMMENT = r"\s+(?:<-+|←|#+)\s*[A-Za-z].*$"
 ACC_GATE = r"^(?:eval_|test_)?acc(?:uracy)?$"
 # Also in brackets (`[TEST] Loss: 2.3440, Error: 8999/10000 (90%)`).
 EVAL_LINE = r"(?i)^\s*(?:\[(?:test|val|valid|validation|eval|evaluation)\]|(?:test|val|valid|validation|eval|evaluation)(?: set)?(?:\s*:| \d+ [a-z]))"

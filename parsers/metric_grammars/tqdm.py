@@ -37,6 +37,7 @@ from forensics.parsers.metric_grammars.common import (
     snake,
     split_pairs,
 )
+from forensics.parsers.metric_names import postfix_names
 
 # The description holds no run of 3+ spaces but its end (`: ` and the percentage padded to 3): text before such a run is another line glued before the bar
 # (a paste that lost the `\r`: `DLL ... learning_rate : 2.9e-05      Iteration:  25%|..`, [OBS]
@@ -182,7 +183,8 @@ def postfix_rows(states: pl.DataFrame, state: dict) -> pl.DataFrame:
     )
     # Lightning <= 1.9 adds a running-mean `loss` beside the logged `train_loss`: when a state holds
     # another key that means the loss, the bare `loss` is that running mean and is named `loss_avg`.
-    name = canonical_of(kv, "key", POSTFIX_NAMES)
+    # GAN losses under short names (`DR=713, DF=nan, G=nan, GP=2.16e+4`) are loss parts (metric_names.toml [postfix]).
+    name = canonical_of(kv, "key", {**postfix_names(), **POSTFIX_NAMES})
     other_loss = ((name == "loss") & (pl.col("key") != "loss")).any().over("_b")
     name = pl.when((pl.col("key") == "loss") & other_loss).then(pl.lit("loss_avg")).otherwise(name)
     value = num(pl.col("val").str.strip_prefix("tensor(").str.strip_suffix(")"))

@@ -40,6 +40,11 @@ PLAYBOOK = declare(
             "min_points": Threshold(3, "consecutive exploded points (inf/NaN right after a rise count) needed to fire", "ours; a single spike is loss-spike's"),
             "short_factor": Threshold(100, "in a short series (too few points for the window), grad norm relative to the median of all points before it that is blatant", "issue 13 (a value >= 100x its neighbours)"),
             "short_min_prior": Threshold(2, "finite points before a blatant jump in a short series", "ours"),
+            "div_loss_factor": Threshold(5, "last loss over the run's minimum loss that counts as diverged (with the grad norm rising and most of the learning given back)", "issue 13 (short series: >= 10x and staying is divergence); ours: 5x once the grad norm confirms it"),
+            "div_stay_factor": Threshold(3, "every loss after the minimum stays at least this multiple of it (staying, not a wobble)", "ours"),
+            "div_min_after": Threshold(3, "logged points after the minimum loss that must all stay up", "ours"),
+            "div_giveback": Threshold(0.5, "share of the fall from the first logged loss to the minimum that the last loss gives back", "ours"),
+            "div_gnorm_factor": Threshold(5, "grad norm at the last point over the grad norm at the minimum-loss point", "ours; paiml/entrenar#274 (gnorm 7.7 -> 70.7)"),
             "exploded_level": Threshold(1e6, "grad norm no healthy run sustains: `min_points` such points inside a run above `bound` are an explosion already under way, with no baseline needed", "issue 13 (grad norms >= 1e6 from the first point); healthy large norms seen in threads stay <= 1e5"),
         },
         doc="""\
@@ -61,6 +66,12 @@ Grad norms of the first steps are not compared (no baseline yet). A series too s
 fires only on a blatant jump: at least 100x the median of every point before it (at least 2 of them). A single isolated spike that
 recovers is not an explosion (see `loss-spike`). A slow drift upward over a long run is not a rise
 "within a window".
+
+A short series that diverges after learning: the loss falls to a minimum, then every one of at least 3
+later points stays 3x above it and the last is 5x above it, giving back over half of the fall from the
+first point, while the grad norm at the last point is 5x its value at the minimum. A 3x wobble, a loss
+that rises where the logged LR jumps back up (a warm restart), and a loss that never fell (early noise)
+are not judged.
 
 A paste that starts already exploded has no baseline to rise from: a run of points above the bound
 (1000) with at least 3 of them at 1e6 or more is reported on its level alone. Healthy runs with large

@@ -47,6 +47,12 @@ PLAYBOOK = declare(
             "chance_min_points": Threshold(3, "last logged points that must sit at ln(K) with the accuracy at 1/K", "ours"),
             "chance_min_points_loss_only": Threshold(5, "logged points needed when no accuracy is logged (the loss alone at ln(K) from the first point)", "ours"),
             "late_slice_share": Threshold(0.25, "logged span over the last logged step below which the series is a late slice of a run (its first point no start of training)", "ours"),
+            "exact_min_points": Threshold(5, "last logged points at which the loss and the accuracy both repeat exactly as printed (no weight changed)", "ours; keras-team/keras#4784 (13 epochs identical to 4 decimals)"),
+            "exact_acc_ceiling": Threshold(0.99, "accuracy at or above which an exactly repeating record is a memorised training set, not a stuck one", "ours"),
+            "topk_ratio_tol": Threshold(0.2, "relative distance of top-5/top-1 accuracy from 5 (a uniform guess) that counts as at chance", "ours; dmlc/cxxnet#84, #3, #245 (ratio 4.8-5.0 at chance)"),
+            "topk_max_top1": Threshold(0.11, "top-1 accuracy (fraction) above which the model is past chance of a 10+-class task", "ours"),
+            "topk_min_steps": Threshold(2000, "training batches the at-chance points must span when they span fewer than two epochs", "ours; a healthy ImageNet run leaves chance within its first ~1000 batches"),
+            "topk_progress": Threshold(1.5, "last over first top-1 accuracy at or above which the model is learning", "ours"),
             "lnv_tol": Threshold(0.05, "nats between the flat level and ln(V) of a common vocabulary size for the uniform-prediction case", "ours"),
         },
         doc="""\
@@ -66,7 +72,14 @@ other playbooks (LoRA, vanishing gradient, clipping, loss-scale runaway) explain
 
 ## Known false positives
 A loss that fell and then flattened has converged: the 10%-progress rule keeps it quiet unless the
-level is ln(V). A late slice of a run (the logged steps span less than a quarter of the last step, a paste
+level is ln(V). A loss and an accuracy that repeat exactly, as printed, over the last 5+ logged points (`loss: 4.4380 - acc: 0.7247`
+every epoch) mean no weight changed: reported whatever the number of steps, unless the accuracy is at its ceiling
+(a memorised training set), the loss is 0, or a logged grad norm moves (a loss normalised by design, each term divided
+by its own detached value, reads constant while training). A constant loss with a moving accuracy is no finding.
+Top-1/top-5 accuracies (`rec@1`/`rec@5`, `Acc@1`/`Acc@5`, `top_k_accuracy_5`) at chance: top-5 about 5x top-1 (a
+uniform guess), top-1 at most 11%, not rising, over points that span two epochs or 2,000 batches (a healthy ImageNet
+run sits at chance only in its first few hundred batches).
+A late slice of a run (the logged steps span less than a quarter of the last step, a paste
 that starts mid-run) has no start to measure progress from: only ln(V) is judged there. Very short runs (fewer than 8 points in the tail, or under 50 steps) are not judged.
 """,
     )
