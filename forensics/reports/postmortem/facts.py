@@ -273,19 +273,27 @@ def _save_text(s: Save) -> str:
 def _last_healthy(ctx: Context, ff: Onset, t_fail: dt.datetime | None) -> int | None:
     """A metric onset (NaN loss at step N) means step N was not healthy; an event carries the last step logged."""
 
-    def max_step(where: pl.Expr) -> int | None:
-        # Aggregated lazily: the rows before a late failure are most of a big metrics table.
-        got = ctx.metrics_lazy().filter(where & pl.col("step").is_not_null()).select(pl.col("step").max()).collect().item()
+    def max_step(where: pl.Expr, all_before: bool) -> int | None:
+        # A failure after every metrics row (the usual crash at the end) is answered by the extents already
+        # computed; otherwise aggregated lazily (the rows before a late failure are most of a big metrics table).
+        if all_before:
+            got = extents(ctx).get_column("step_hi").max()
+        else:
+            got = ctx.metrics_lazy().filter(where & pl.col("step").is_not_null()).select(pl.col("step").max()).collect().item()
         return int(got) if got is not None else None
 
     if ff.step is not None:
         if ff.file and ctx.has("metrics"):
             at = ctx.metrics_select("line", where=(pl.col("file") == ff.file) & (pl.col("line") == ff.line))
             if at.height:
-                return max_step(pl.col("step") < ff.step)
+                top = extents(ctx).get_column("step_hi").max()
+                return max_step(pl.col("step") < ff.step, top is not None and top < ff.step)
         return int(ff.step)
     if t_fail is not None and ctx.has("metrics"):
-        return max_step(pl.col("ts") <= t_fail)
+        e = extents(ctx)
+        # Rows without a time are outside `ts <= t_fail`: the shortcut holds only when every row has one.
+        late = e.get_column("ts_max").max()
+        return max_step(pl.col("ts") <= t_fail, e.get_column("ts_nulls").sum() == 0 and late is not None and late <= t_fail)
     return None
 
 
