@@ -16,22 +16,36 @@ import re
 import polars as pl
 from forensics.parsers.base import Parser, ParseResult, Sniffed
 from forensics.parsers.metric_grammars.generic import STEP_KEYS, rows_from_pairs
+from forensics.parsers.prefixes import QUOTE_MARK
 
 from forensics.contracts.tables import conform
 
 SOURCE = "csv_metrics"
 _METRIC_COL = re.compile(r"(?:^|[_/-])(?:loss|lr|learning_rate)(?:$|[_/-])", re.I)
+_QUOTE = re.compile(QUOTE_MARK, re.M)
+
+
+def _unquoted(text: str) -> str:
+    """The file without its Markdown quote marks when every non-empty line carries one (a CSV pasted as a
+    quote in an issue thread); line numbers are kept."""
+    if not text.lstrip().startswith(">"):
+        return text
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if lines and all(ln.startswith(">") for ln in lines):
+        return _QUOTE.sub("", text)
+    return text
 
 
 def sniff(sn: Sniffed) -> int:
     """Header with a step column and a loss/lr column; data rows with the same number of cells."""
-    lines = [ln for ln in sn.text.splitlines()[:6] if ln.strip()]
+    text = _unquoted(sn.text)
+    lines = [ln for ln in text.splitlines()[:6] if ln.strip()]
     if len(lines) < 2:
         return 0
     header = [c.strip().lower() for c in lines[0].split(",")]
     if len(header) < 2 or not any(c in STEP_KEYS for c in header) or not any(_METRIC_COL.search(c) for c in header):
         return 0
-    full_rows = lines[1:-1] if not sn.text.endswith("\n") else lines[1:]
+    full_rows = lines[1:-1] if not text.endswith("\n") else lines[1:]
     if not full_rows or any(ln.count(",") != len(header) - 1 for ln in full_rows):
         return 0
     return 55
@@ -39,7 +53,7 @@ def sniff(sn: Sniffed) -> int:
 
 def parse(src, sn: Sniffed) -> ParseResult:
     """Every non-empty numeric cell -> (line, step, name, value)."""
-    raw = src.read_all()
+    raw = _unquoted(src.read_all().decode("utf-8", errors="replace")).encode("utf-8")
     try:
         df = pl.read_csv(io.BytesIO(raw), infer_schema=False, truncate_ragged_lines=True, ignore_errors=True)
     except (pl.exceptions.PolarsError, ValueError) as exc:

@@ -31,7 +31,7 @@ from forensics.parsers import (
 from forensics.parsers.base import Parser, ParseResult, Sniffed
 from forensics.parsers.blocks import tails as tails_block
 from forensics.parsers.lines import ReadStats, iter_frames
-from forensics.parsers.prefixes import rank_from_path, split_prefixes
+from forensics.parsers.prefixes import QUOTE_MARK, rank_from_path, split_prefixes
 
 from forensics.contracts import tables as T
 from forensics.contracts.tables import conform
@@ -233,7 +233,8 @@ def _end_events(tails: pl.DataFrame | None, year: int, read_lines: set[int]) -> 
     (how the process ended, when a paste keeps only that line) unless an event of the frames already reads it."""
     if tails is None or tails.height == 0:
         return pl.DataFrame(schema=signatures.SCHEMA)
-    two = tails.sort("line").with_columns(pl.col("text").shift(1).over("_f").alias("prev"))
+    # The line before, without its Markdown quote marks (the last line's are peeled by split_prefixes).
+    two = tails.sort("line").with_columns(pl.col("text").str.replace(QUOTE_MARK, "").shift(1).over("_f").alias("prev"))
     last = split_prefixes(two.filter(pl.col("line") == pl.col("line").max().over("_f")).drop("_f"), year)
     ends = signatures.extract_at_end(last.drop("prev"))
     lone = [e for e in tails_block.lone_exceptions(last) if e["line"] not in read_lines]

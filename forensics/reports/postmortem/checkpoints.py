@@ -34,12 +34,10 @@ class Save:
     failed: bool
 
 
-def _step_of(text: str) -> int | None:
-    for rx in STEP:
-        m = rx.search(text)
-        if m:
-            return int(m.group(1))
-    return None
+def _step_of(text: pl.Expr) -> pl.Expr:
+    """The step a line names: the first of STEP that matches (one vectorised extract per pattern)."""
+    # Digits too long for an Int64 are no step (strict=False gives null, as no match would).
+    return pl.coalesce([text.str.extract(rx.pattern, 1).cast(pl.Int64, strict=False) for rx in STEP])
 
 
 def find_saves(events: pl.DataFrame) -> list[Save]:
@@ -54,5 +52,6 @@ def find_saves(events: pl.DataFrame) -> list[Save]:
     found = found.with_columns((pl.col("line") + 1).alias("_key")).join_asof(
         fails, on="_key", by="file", strategy="forward", check_sortedness=False).sort("file", "line")
     failed = (pl.col("_fail") - pl.col("line") <= FAIL_WINDOW).fill_null(False)
-    return [Save(r["file"], r["line"], r["text"].strip()[:MAX_TEXT], _step_of(r["text"]), r["failed"])
-            for r in found.with_columns(failed.alias("failed")).iter_rows(named=True)]
+    rows = found.select("file", "line", pl.col("text").str.strip_chars().str.slice(0, MAX_TEXT), _step_of(pl.col("text")).alias("step"),
+                        failed.alias("failed"))
+    return [Save(*r) for r in rows.iter_rows()]
