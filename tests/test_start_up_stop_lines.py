@@ -69,6 +69,16 @@ def _end_forms(ev: pl.DataFrame) -> list[tuple[int, str]]:
     return list(zip(ends.get_column("line").to_list(), ends.get_column("fields").to_list(), strict=True))
 
 
+def _stop_finding(tmp_path: Path, lines: list[str], form: str):
+    """The first problem of a log whose last line gives the one `log_end` of `form`; it quotes that line first."""
+    a, ev = _analyze(tmp_path, lines)
+    (line, fields), = _end_forms(ev)
+    assert line == len(lines) and f'"form":"{form}"' in fields
+    top = _problems(a)[0]
+    assert top.evidence[0].line == len(lines)
+    return top
+
+
 @pytest.mark.parametrize("lines", [
     [*SG_START, SG_PLUGIN],
     [SG_PLUGIN_BRIEF],
@@ -76,12 +86,8 @@ def _end_forms(ev: pl.DataFrame) -> list[tuple[int, str]]:
     [*SG_DONE[:1], GET3D_PLUGIN],
 ], ids=["stylegan2_ada_train_start", "brief_trailing_space", "get3d_upfirdn2d", "second_plugin_after_a_done_one"])
 def test_log_stopping_at_a_plugin_set_up_is_a_stale_build_lock(tmp_path, lines):
-    a, ev = _analyze(tmp_path, lines)
-    (line, fields), = _end_forms(ev)
-    assert line == len(lines) and '"form":"extension_build"' in fields
-    top = _problems(a)[0]
+    top = _stop_finding(tmp_path, lines, "extension_build")
     assert (top.id, top.severity, top.causes[0].cause.id) == ("silent-hang", Severity.MEDIUM, "stale_build_lock")
-    assert top.evidence[0].line == len(lines)
     assert ("bias_act_plugin" if "bias_act" in lines[-1] else "upfirdn2d_plugin") in top.summary
 
 
@@ -112,12 +118,8 @@ def test_failed_plugin_build_is_not_a_hang(tmp_path):
     DEIT_INIT,
 ], ids=["wenet_2021", "wenet_rank_world_size", "detr_env", "fairseq_tcp", "deit_gpu"])
 def test_log_stopping_before_init_process_group_is_a_low_hang(tmp_path, lines):
-    a, ev = _analyze(tmp_path, lines)
-    (line, fields), = _end_forms(ev)
-    assert line == len(lines) and '"form":"dist_init"' in fields
-    top = _problems(a)[0]
+    top = _stop_finding(tmp_path, lines, "dist_init")
     assert (top.id, top.severity, top.causes[0].cause.id) == ("silent-hang", Severity.LOW, "rendezvous_incomplete")
-    assert top.evidence[0].line == len(lines)
 
 
 @pytest.mark.parametrize("lines", [
