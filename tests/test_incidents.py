@@ -74,7 +74,6 @@ STILL_MISSED: dict[str, str] = {
     "paddleslim_1582_loss_nan_lr_too_high": "numerical: want nan-loss, got none",
     "nabu_9_label_out_of_range_output_dim": "short-paste: want bad-input-data, got none",
     "tensorflow_tpu_385_efficientnet_hbm_oom_v2": "short-paste: want cuda-oom, got none",
-    "wenet_812_multinode_gloo_init_hang": "hang: want silent-hang, got none",
     "finetune_whisper_vi_1_w2vbert_label_exceeds_vocab": "crash: want bad-input-data, got unclassified-failure",
     "fengshenbang_222_t5_fp16_nan_loss": "numerical: want fp16-overflow, got nan-loss",
     "drn_9_cityscapes_labels_not_trainid": "crash: want bad-input-data, got device-assert",
@@ -83,7 +82,6 @@ STILL_MISSED: dict[str, str] = {
     "yolov7_251_e6e_nan_first_epoch": "numerical: want nan-loss, got none",
     "guided_diffusion_50_imagenet128_fp16_nan_divergence": "numerical: want nan-loss, got none",
     "musubi_tuner_26_lora_fp16_avr_loss_nan": "numerical: want fp16-overflow, got nan-loss",
-    "stylegan2_ada_pytorch_41_multigpu_hang_bias_act_plugin": "hang: want silent-hang, got none",
     "megatron_llm_22_iteration_time_grows_linearly": "perf: want step-time-regression, got nan-loss",
     "vindlu_10_data_time_dominates_step": "perf: want dataloader-bottleneck, got none",
 }

@@ -67,6 +67,9 @@ def test_near_miss(case):
 EXTRA_LINES = [
     # log_end's dist_init form (at_end: its cases are in tests/test_dist_init_hang.py), OBS ultralytics/yolov5#4574
     "Waiting in store based barrier to initialize process group for rank: 0, key: store_based_barrier_key:1 (world_size=4, worker_count=8, timeout=0:30:00)",
+    # log_end's plugin set-up and init_process_group-preamble forms (at_end: cases in tests/test_start_up_stop_lines.py)
+    'Setting up PyTorch plugin "bias_act_plugin"...',  # OBS NVlabs/stylegan2-ada-pytorch#41
+    "training on multiple gpus, this gpu 3",  # OBS wenet-e2e/wenet#812
     "Currently allocated     : 1.50 GiB",  # cuda_oom_detail (REC)
     "RuntimeError: NCCL Error 2: unhandled system error",  # torch nccl.cpp 1.x, OBS amdegroot/ssd.pytorch#577
     "RuntimeError: NCCL communicator was aborted on rank 2.  Original reason for failure was: [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1806151 milliseconds before timing out.",

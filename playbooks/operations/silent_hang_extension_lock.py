@@ -13,17 +13,19 @@ from forensics.contracts.model import Detection, Severity
 # torch.utils.cpp_extension's `Using <root> as PyTorch extensions root...` (printed before it takes the build
 # directory's lock), and a project's own warning that the `lock` file is already there.
 BUILD_CODES = ("torch_extensions_root", "torch_extension_lock")
-# The log's last line is one of those (an `at_end` signature: parsers/signatures.toml, form extension_build).
+# The log's last line is one of those, or StyleGAN's `Setting up PyTorch plugin "<name>"...` with no `Done.` after it
+# (an `at_end` signature: parsers/signatures.toml, form extension_build).
 END_CODES = ("log_end",)
 
 
 @PLAYBOOK.detector(("events",))
 def detect_extension_lock(ctx: Context, th: dict) -> Detection | None:
-    """The log's last line is the extensions-root line (or the lock warning): no build, load or training after.
+    """The log's last line is the extensions-root line, the lock warning or a plugin set-up line with no `Done.`: no
+    build, load or training after.
 
-    A healthy load goes on (`Emitting ninja build file`, `Loading extension module X...`, the first steps), so the
-    same line anywhere but at the end is nothing. With the lock warning the cause is in the log (high); with the
-    root line alone the end of the log is the only proof (medium).
+    A healthy load goes on (`Emitting ninja build file`, `Loading extension module X...`, `... Done.`, the first steps),
+    so the same line anywhere but at the end is nothing. With the lock warning the cause is in the log (high); with the
+    root or plugin line alone the end of the log is the only proof (medium).
     """
     stop = events(ctx, END_CODES).filter(field("form") == "extension_build")
     if stop.height == 0:
@@ -32,10 +34,15 @@ def detect_extension_lock(ctx: Context, th: dict) -> Detection | None:
     ev = events(ctx, BUILD_CODES).filter(pl.col("file").cast(pl.String).is_in(files))
     lock = ev.filter(pl.col("code") == "torch_extension_lock")
     root = ev.select(field("root").alias("r")).get_column("r").drop_nulls()
+    plugin = stop.select(field("plugin").alias("p")).get_column("p").drop_nulls()
     where = (f"; the lock warned of: {lock.select(field('lock')).item(0, 0)}" if lock.height
-             else f" (look for a `lock` file under {root[0]})" if root.len() else "")
-    return detection(ev, "the log stops at the JIT extension build's start (`Using … as PyTorch extensions root...`) with "
-                         f"no build, load or progress after it: the build waits on a stale lock file{where}",
+             else f" (look for a `lock` file under {root[0]})" if root.len()
+             else f" (look for a `lock` file under the torch_extensions cache's {plugin[0]} folder)" if plugin.len() else "")
+    # A plugin line alone (brief verbosity prints no extensions root): the stop itself is the evidence.
+    ev = ev if ev.height else stop
+    return detection(ev, "the log stops at the JIT extension build's start (`Using … as PyTorch extensions root...` or "
+                         "`Setting up PyTorch plugin \"…\"...`) with no build, load or progress after it: the build "
+                         f"waits on a stale lock file{where}",
                      {"stale_build_lock": 0.9}, confidence=0.75 if lock.height else 0.6,
                      severity=None if lock.height else Severity.MEDIUM,
                      lead=lock if lock.height else None)
