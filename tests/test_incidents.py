@@ -71,7 +71,6 @@ STILL_MISSED: dict[str, str] = {
     "gpt_neox_482_enron_fp16_overflow_50_skipped_exit": "short-paste: want fp16-overflow, got unclassified-failure",
     "search_r1_45_ray_memory_monitor_host_oom": "short-paste: want host-memory-exhaustion, got none",
     "fastchat_2992_tinyllama_template_mismatch_loss_zero": "short-paste: want tokenizer-mismatch, got none",
-    "paddleslim_1582_loss_nan_lr_too_high": "numerical: want nan-loss, got none",
     "nabu_9_label_out_of_range_output_dim": "short-paste: want bad-input-data, got none",
     "tensorflow_tpu_385_efficientnet_hbm_oom_v2": "short-paste: want cuda-oom, got none",
     "finetune_whisper_vi_1_w2vbert_label_exceeds_vocab": "crash: want bad-input-data, got unclassified-failure",
@@ -79,10 +78,7 @@ STILL_MISSED: dict[str, str] = {
     "drn_9_cityscapes_labels_not_trainid": "crash: want bad-input-data, got device-assert",
     "pointnetlk_revisited_8_nan_fixed_by_grad_clip": "short-paste: want nan-loss, got none",
     "db_148_all_gt_ignored_loss_constant": "short-paste: want loss-stagnation, got none",
-    "yolov7_251_e6e_nan_first_epoch": "numerical: want nan-loss, got none",
-    "guided_diffusion_50_imagenet128_fp16_nan_divergence": "numerical: want nan-loss, got none",
     "musubi_tuner_26_lora_fp16_avr_loss_nan": "numerical: want fp16-overflow, got nan-loss",
-    "megatron_llm_22_iteration_time_grows_linearly": "perf: want step-time-regression, got nan-loss",
     "vindlu_10_data_time_dominates_step": "perf: want dataloader-bottleneck, got none",
 }
 

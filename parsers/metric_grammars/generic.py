@@ -31,7 +31,9 @@ from forensics.parsers.metric_grammars.common import (
 from forensics.parsers.metric_names import prose_names
 
 STEP_KEYS = ["step", "steps", "iter", "iteration", "it", "global_step", "num_updates", "current_steps", "_step",
-             "train/global_step", "trainer/global_step", "update_step", "total_steps_done"]
+             "train/global_step", "trainer/global_step", "update_step", "total_steps_done",
+             # PaddleSlim `Total iter: 10, epoch: 0, batch: 10, loss: [nan]`
+             "total_iter"]
 # Not measurements: progress and Keras' `ETA: 150s` (a remaining time).
 SKIP_KEYS = ["total_steps", "percentage", "max_steps", "num_steps", "eta"]
 NAMES = {
@@ -95,7 +97,7 @@ JSON_PAIR = r"\"(?P<key>[^\"]+)\"\s*:\s*(?P<val>\"[^\"]*\"|[-+\w.]+)"
 # after a value is the meter's running average (`Time 0.154 (8.010)`, the PyTorch ImageNet example's AverageMeter).
 KV_PAIR = (
     r"(?i)(?:^|[\s|,;\[\(\{])(?P<key>[a-z][a-z0-9_./@-]*(?: [a-z][a-z0-9_./@-]*){0,2}?(?: \([a-z]\))?)\s*(?:[:=]\s*|\s+)"
-    rf"(?P<ob>\[\s*)?(?:(?P<clock>{CLOCK})|(?P<val>{NUM}))(?:\s?(?P<unit>(?:ms|secs?|s|GiB|GB|MiB|MB)\b|%))?(?:\s?/\s?(?P<tot>\d+)(?:=(?P<frac>{NUM}))?)?\]?"
+    rf"(?P<ob>\[\s*)?(?:(?P<clock>{CLOCK})|(?P<val>{NUM}))(?:\s?(?P<unit>(?:ms|secs?|s|GiB|GB|MiB|MB)\b|%))?(?:\s?/\s?(?P<tot>\d+)(?:=(?P<frac>{NUM}))?)?(?P<cb>\s*\])?"
     rf"(?:\s*\((?P<avg>{NUM})\))?"
 )
 
@@ -244,8 +246,9 @@ def extract_json(df: pl.DataFrame, state: dict) -> pl.DataFrame:
 
 def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     """Key/value sequences that pass the gate and the coverage test."""
-    # A note after the values (`loss: 2.31  <-- jumps here`, `# after warmup`) is no part of them.
-    df = df.with_columns(pl.col("msg").str.replace(COMMENT, ""))
+    # A note after the values (`loss: 2.31  <-- jumps here`, `# after warmup`) is no part of them. A numpy/JAX
+    # scalar printed with its wrapper (`array([1.23], dtype=float32)`, `Array(5.3125, dtype=bfloat16)`) is its value.
+    df = df.with_columns(pl.col("msg").str.replace(COMMENT, "").str.replace_all(ARRAY_SCALAR, "${1}"))
     kv = pairs(df, KV_PAIR)
     if kv.height == 0:
         return empty_rows()
@@ -274,7 +277,10 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     # Not measurements: a bracketed percentage is progress (`Epoch 1 complete [10%]  Loss: ..`), and a
     # `[file.py line:78]` logging prefix the prefix splitter left in place ([OBS] mira-ai-lab/MUSIC-AVQA-R#1).
     # Nor the index of an evaluation set (`VALID SET 0 LOSS:0.1780`, [OBS] gentaiscool/end2end-asr-pytorch#39).
+    # Nor the first item of a list (`loss: [0.52, 0.61]`, one value per head or per group): a bracketed value is
+    # one only when the bracket closes right after it (`loss: [10.000229]`, Paddle's one-element arrays).
     kv = kv.filter(~(pl.col("ob").is_not_null() & (pl.col("unit") == "%")).fill_null(False)
+                   & ~(pl.col("ob").is_not_null() & pl.col("cb").is_null())
                    & ~pl.col("key").str.contains(r"\.py(?: line)?$") & ~pl.col("key").str.contains(SET_INDEX))
     if kv.height == 0:
         return empty_rows()
@@ -290,6 +296,12 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     return rows.with_columns(named.alias("name"))
 
 
+# A one-element numpy array or a 0-d numpy/JAX array as Python prints it: `array([1.23], dtype=float32)`,
+# `Array(5.3125, dtype=bfloat16)` ([OBS] google/flax nnx metrics docs, dmlc/keras#12 `array([ nan], dtype=float32)`).
+ARRAY_SCALAR = rf"\b[Aa]rray\(\[?\s*({NUM})\s*\]?(?:,\s*dtype=[\w.]+)?\)"
+# A value may open with a bracket or an array wrapper: Paddle prints fetched losses as one-element arrays
+# (`loss: [10.000229]`, [OBS] PaddlePaddle/PaddleSlim#1582; `Loss = [1.4494681]`, jina-ai/finetuner#2).
+OPEN = r"(?:\[\s*|[Aa]rray\(\[?\s*)?"
 # `←` too: hand-annotated trajectories (`step=220  loss=1.43  gnorm=7.7    ← BEST`, paiml/entrenar#274).
 COMMENT = r"\s+(?:<-+|←|#+)\s*[A-Za-z].*$"
 ACC_GATE = r"^(?:eval_|test_)?acc(?:uracy)?$"
@@ -301,7 +313,7 @@ SET_INDEX = r"(?i)^(?:test|val|valid|validation|eval|evaluation|dev) set$"
 # Also loss components named `loss_<part>` (VITS/RVC `loss_disc=3.859, loss_gen=..`, [OBS] RVC-Project/
 # Retrieval-based-Voice-Conversion-WebUI#507), which the gate takes too (but `loss_scale` alone is no loss).
 KV_MATCH = (
-    r"(?i)(?:loss|grad[_ ]norm|gnorm|ppl|perplexity)\s*[:= ]\s*[-+.\d]|(?:loss|grad[_ ]norm|gnorm|ppl|perplexity)\s*[:= ]\s*(?:nan|inf)"
+    rf"(?i)(?:loss|grad[_ ]norm|gnorm|ppl|perplexity)\s*[:= ]\s*{OPEN}[-+.\d]|(?:loss|grad[_ ]norm|gnorm|ppl|perplexity)\s*[:= ]\s*{OPEN}(?:nan|inf)"
     # TF-era `cost` (`labeling_cost 0.10 targetspecific_cost nan`, `Epoch 1 cost: nan`): a loss by the word rules.
     r"|cost\s*[:= ]\s*(?:[-+.\d]|nan|inf)"
     r"|\bloss_[a-z]\w*=(?:[-+.\d]|nan|inf)|accuracy\s*[:=]\s*[-+.\d]"

@@ -4,7 +4,8 @@ Training: ` [ts] iteration      100/  500000 | consumed samples: ... | lm loss: 
 Megatron drops the `lm loss` field when the interval's average is NaN (the `avg > 0` / `avg >= 0`
 test fails) — so a training line with no `... loss:` field while no iteration was skipped is read as
 `loss = NaN` (source `megatron_loss_absent`); with skipped iterations the absence is explained by the
-skips and no loss row is written. `number of skipped iterations` -> `skipped_steps` and
+skips and no loss row is written, and a line cut before `number of skipped iterations` (printed after the
+losses) says nothing about the loss. `number of skipped iterations` -> `skipped_steps` and
 `number of nan iterations` -> `nan_iterations` are counts for the logging interval. NeMo 2 /
 Megatron-bridge lines share the training layout and reprint the last `val_loss` on every line: an
 `eval_loss` row is written only where it changes (per rank, across chunks).
@@ -80,7 +81,9 @@ def _train(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     absent = (
         df.select("_i", step.alias("step"))
         .join(has_loss, on="_i", how="left", maintain_order="left")
-        .filter(~pl.col("has_loss").fill_null(False) & (pl.col("skipped").fill_null(0) == 0))
+        # `number of skipped iterations` is printed after the loss fields: a line without it was cut short (a
+        # paste that stops at `learning rate: ... |`), so a missing loss there says nothing.
+        .filter(~pl.col("has_loss").fill_null(False) & (pl.col("skipped") == 0))
         .select("_i", "step", pl.lit("loss").alias("name"), pl.lit(float("nan")).alias("value"))
     )
     # NeMo 2 reprints the last `val_loss` on every training line: one validation gives one row.

@@ -4,7 +4,8 @@ Sources (formats.md): DeepSpeed `[deepspeed] OVERFLOW! Rank 0 Skipping step. Att
 reducing to Y` (and `[deepscale]`, the hysteresis branch, fused/unfused optimizer texts) §1.3; apex amp
 `Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to Y` §1.5; fairseq
 `NOTE: gradient overflow detected, ignoring gradient, setting loss scale to: Y` §1.10; Colossal-AI
-`Overflow occurs, the loss scale is adjusted to Y` §1.12.
+`Overflow occurs, the loss scale is adjusted to Y` §1.12; guided/improved-diffusion `Found NaN, decreased
+lg_loss_scale to X` (the scale is 2**X; read as `lg_loss_scale`, the name its dumpkvs box uses).
 Each message that reports a skipped step gives `skipped_steps = 1` (one skipped step, so a sum over a
 window counts them); each that states the scale now in force gives `loss_scale`.
 """
@@ -33,6 +34,9 @@ RULES: list[tuple[str, str | None, bool, str | None]] = [
     (rf"Overflow occurs, the loss scale is adjusted to (?P<new>{NUM})", "new", True, None),
     (rf"No overflow for consecutive \d+ steps, the loss scale is adjusted to (?P<new>{NUM})", "new", False, None),
     (r"Found overflow\. Skip step", None, True, None),
+    # openai guided-diffusion / improved-diffusion fp16_util: the scale is kept as its log2 (`lg_loss_scale`), and a
+    # non-finite gradient norm lowers it by one and skips the step (`Found NaN, decreased lg_loss_scale to 17.0`).
+    (rf"Found NaN, decreased lg_loss_scale to (?P<lg>{NUM})", "lg", True, None),
 ]
 MATCH = "|".join(f"(?:{r})" for r, *_ in RULES)
 
@@ -49,7 +53,10 @@ def extract(df: pl.DataFrame, state: dict) -> pl.DataFrame:
         rest = rest.filter(~hit)
         groups = pl.col("msg").str.extract_groups(regex)
         cols: dict[str, pl.Expr] = {}
-        if scale:
+        if scale == "lg":
+            # Kept under the name the same run's dumpkvs box prints it with (`| lg_loss_scale | -1.62e+04 |`).
+            cols["lg_loss_scale"] = num(groups.struct.field("lg"))
+        elif scale:
             cols["loss_scale"] = num(pl.coalesce([groups.struct.field(g) for g in scale.split("|")]))
         if skipped:
             cols["skipped_steps"] = pl.lit(1.0)
@@ -93,4 +100,4 @@ def _repeats(df: pl.DataFrame) -> pl.DataFrame:
     return near.filter(pl.col("_gl").is_not_null() & (pl.col("line") - pl.col("_gl") <= REPEAT_LINES)).select("_i")
 
 
-GRAMMAR = Grammar("loss_scaler", ("overflow", "loss scale", "OVERFLOW"), MATCH, extract)
+GRAMMAR = Grammar("loss_scaler", ("overflow", "loss scale", "OVERFLOW", "lg_loss_scale"), MATCH, extract)

@@ -296,4 +296,5 @@ def hf_bar_rows(states: pl.DataFrame) -> pl.DataFrame:
     ).cast(ROW_SCHEMA)
 
 
-GRAMMAR = Grammar("tqdm", ("it/s", "s/it", "%|"), MATCH, extract)
+# `gpu_mem`: the YOLO table header above the bars (read by yolo.py from the candidate lines) holds no other needle.
+GRAMMAR = Grammar("tqdm", ("it/s", "s/it", "%|", "gpu_mem"), MATCH, extract)

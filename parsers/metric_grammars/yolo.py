@@ -9,9 +9,14 @@ The columns come from the nearest header line above (detect, segment, pose and c
 different loss columns; YOLOv5 prints `obj_loss`), kept across chunks in `state`. Loss columns keep their
 names (`box_loss`, ...; a classify run's single `loss` is the loss); `GPU_mem` is
 `memory_reserved() / 1e9` GB -> `mem_reserved_mib`; `Instances` and `Size` (labels in the batch, image
-size) are not metrics. Step: `(epoch - 1) * batches + n` (the printed epoch counts from 1); redraws of one
-step keep the last (tqdm.py's rule). Headers without loss columns (YOLOv5 before v6.2:
-`Epoch gpu_mem box obj cls labels img_size`) are not read.
+size) are not metrics. Step: `(epoch - 1) * batches + n` (ultralytics prints the epoch from 1; tables with
+an objectness column, YOLOv3/v5/v7, from 0: `epoch * batches + n`); redraws of one step keep the last
+(tqdm.py's rule).
+
+Older tables (ultralytics/yolov3 and YOLOv5 before v6.2, WongKinYiu/yolov7 `train.py`; [OBS] yolov7#251) print
+`('Epoch', 'gpu_mem', 'box', 'obj', 'cls', 'total', 'labels', 'img_size')` (yolov3: `GIoU` for `box`,
+`targets` for `labels`; YOLOv5 dropped `total` later), the epoch 0-based as `0/299`: the bare part names are
+the loss parts (`box` -> `box_loss`), `total` their sum, the loss; `labels`/`targets` are counts.
 """
 
 from __future__ import annotations
@@ -23,13 +28,13 @@ from forensics.parsers.metric_grammars.common import empty_rows, num
 HEADER = r"(?i)^\s*Epoch\s+GPU_mem(?:\s+[\w()-]+)+\s*$"
 # A bar description that is a table row: `9/55  9.02G  0.1295 ...  640` (the `:` before the bar is cut).
 ROW = r"^\s*\d+/\d+\s+[\d.]+G(?:\s+(?:[-+\d.eE]+|nan|inf))+\s*:?\s*\d"
-NOT_METRICS = {"epoch", "instances", "size", "labels", "img_size"}
+NOT_METRICS = {"epoch", "instances", "size", "labels", "img_size", "targets"}
 
 
 def table_rows(bars: pl.DataFrame, df: pl.DataFrame, state: dict) -> pl.DataFrame:
     """Rows of the YOLO table bars among `bars` (bar segments of a chunk), columns named by the headers in `df`."""
     # Cheap literal tests first: most runs never print a YOLO header, and then nothing else is done.
-    headers = df.filter(pl.col("msg").str.contains("GPU_mem", literal=True))
+    headers = df.filter(pl.col("msg").str.contains("(?i)gpu_mem"))
     headers = headers.filter(pl.col("msg").str.contains(HEADER)) if headers.height else headers
     prev = state.get("yolo_header")
     if headers.height:
@@ -56,14 +61,24 @@ def table_rows(bars: pl.DataFrame, df: pl.DataFrame, state: dict) -> pl.DataFram
     if vals.height == 0:
         return empty_rows()
     epoch = pl.col("_vals").list.first().str.extract(r"^(\d+)/", 1).cast(pl.Int64, strict=False)
-    vals = vals.with_columns(((epoch - 1) * pl.col("total") + pl.col("n")).alias("step"), pl.lit("yolo").alias("_dk"))
+    # Anchor-based tables (YOLOv3/v5/v7: an objectness column) print the epoch from 0 (`0/299`); ultralytics
+    # YOLOv8+ prints `epoch + 1`.
+    base = pl.when(pl.col("_cols").list.contains("obj") | pl.col("_cols").list.contains("obj_loss")).then(0).otherwise(1)
+    vals = vals.with_columns(((epoch - base) * pl.col("total") + pl.col("n")).alias("step"), pl.lit("yolo").alias("_dk"))
     long = vals.select("_i", "_b", "rank", "_dk", "step", "_cols", "_vals").explode("_cols", "_vals")
     long = long.filter(~pl.col("_cols").is_in(list(NOT_METRICS)))
     is_mem = pl.col("_cols") == "gpu_mem"
     raw = num(pl.col("_vals").str.strip_suffix("G"))
+    # Old tables name the parts bare (`box`, `obj`, `cls`, `giou`) and their sum `total`.
+    name = (
+        pl.when(is_mem).then(pl.lit("mem_reserved_mib"))
+        .when(pl.col("_cols") == "total").then(pl.lit("loss"))
+        .when(~pl.col("_cols").str.contains("loss")).then(pl.col("_cols") + "_loss")
+        .otherwise(pl.col("_cols"))
+    )
     out = long.select(
         "_i", "_b", "rank", "_dk", "step",
-        pl.when(is_mem).then(pl.lit("mem_reserved_mib")).otherwise(pl.col("_cols")).alias("name"),
+        name.alias("name"),
         pl.when(is_mem).then(raw * 1e9 / 2**20).otherwise(raw).alias("value"),
     ).filter(pl.col("value").is_not_null())
     out = tqdm_grammar._dedupe(out.sort("_b"), state)

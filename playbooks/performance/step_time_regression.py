@@ -42,6 +42,7 @@ PLAYBOOK = declare(
             "outlier_ratio": Threshold(2.0, "an outlier step also takes at least this many times the rolling median", "ours"),
             "warmup_points": Threshold(3, "first logged steps left out (compilation, warm-up)", "ours"),
             "short_min_points": Threshold(6, "logged step times from which a short paste is judged (fewer than min_steps)", "issue 13 (decide on a few points when blatant)"),
+            "tiny_min_points": Threshold(3, "fewest logged step times judged (3 to short_min_points - 1: every one slower than the last)", "issue 13"),
             "short_rise_ratio": Threshold(2.0, "late/early median ratio a short series must reach (noise of +-30% cannot)", "issue 13"),
             "short_min_r2": Threshold(0.9, "fit of the linear trend a short series must reach (a steady rise, not a few slow points)", "ours"),
             "short_min_rising": Threshold(0.8, "share of intervals of a short series that are slower than the one before", "ours"),
@@ -62,7 +63,9 @@ A run that slows by 30% costs 30% more; periodic stalls point at checkpoints, GC
 The first steps (compilation, warm-up) and evaluation steps are excluded. A short paste (6 to 19 logged
 step times) is judged without its first point and only on a blatant, steady rise: the late median at
 least twice the early one, a linear fit of R² 0.9 or more, and at least 80% of the intervals slower
-than the one before (a slow first interval or noise of +-30% stays quiet).
+than the one before (a slow first interval or noise of +-30% stays quiet). A paste of 3 to 5 step
+times is judged with its first point: each one slower than the one before, the last at least twice the
+first, on a line (R² 0.9); warm-up (falling times), one slow eval/checkpoint step or noise stays quiet.
 """,
     )
 )

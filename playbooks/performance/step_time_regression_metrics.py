@@ -12,9 +12,28 @@ from forensics.contracts.context import Context, evidence_rows
 from forensics.contracts.model import Detection
 
 
+def _tiny_rise(part: pl.DataFrame, th: dict) -> tuple | None:
+    """A paste of 3 to 5 step times: every one slower than the one before, the last >= 2x the first, on a line.
+
+    The first point is kept: warm-up makes the first steps slower, never faster, so a strict rise is not
+    warm-up; a single slow step (eval, checkpoint) among fast ones breaks the line (R² < 0.9).
+    """
+    if not th["tiny_min_points"] <= part.height < th["short_min_points"]:
+        return None
+    v = part.get_column("value")
+    first, last = float(v[0]), float(v[-1])
+    t = M.ts.trend(part)
+    if first > 0 and last / first >= th["short_rise_ratio"] and bool((v.diff().drop_nulls() > 0).all()) \
+            and t is not None and t.r2 >= th["short_min_r2"]:
+        return ("rise", part, first, last, t)
+    return None
+
+
 def _short_rise(part: pl.DataFrame, th: dict) -> tuple | None:
     """A short paste (fewer than `min_steps` points), its first point left out as warm-up: a blatant steady rise."""
-    if not th["short_min_points"] <= part.height < th["warmup_points"] + th["min_steps"]:
+    if part.height < th["short_min_points"]:
+        return _tiny_rise(part, th)
+    if part.height >= th["warmup_points"] + th["min_steps"]:
         return None
     part = part.slice(1)
     third = max(part.height // 3, 2)
