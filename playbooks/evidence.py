@@ -27,6 +27,22 @@ def combine(*frames: pl.DataFrame) -> pl.DataFrame:
     return sort_by_onset(pl.concat(parts, how="vertical_relaxed").unique(subset=["file", "line"], keep="first"))
 
 
+def within(ctx: Context, ev: pl.DataFrame, context: str) -> pl.DataFrame:
+    """Rows of `ev` whose own text, or the text of a multi-line block (a traceback) enclosing them, matches `context`.
+
+    A generic OS error (`[Errno 28] No space left on device`) names its cause only through the frames above it.
+    """
+    if ev.height == 0:
+        return ev
+    own = ev.filter(pl.col("text").str.contains(context) | pl.col("message").str.contains(context))
+    blocks = ctx.events.filter(pl.col("end_line") > pl.col("line")).filter(pl.col("text").str.contains(context))
+    if blocks.height == 0:
+        return own
+    joined = ev.join(blocks.select("file", pl.col("line").alias("b0"), pl.col("end_line").alias("b1")), on="file")
+    inside = joined.filter((pl.col("line") >= pl.col("b0")) & (pl.col("line") <= pl.col("b1"))).select(ev.columns)
+    return pl.concat([own, inside], how="vertical_relaxed").unique(subset=["file", "line"])
+
+
 def ranks_of(ev: pl.DataFrame) -> list[int]:
     """The distinct ranks of some rows, sorted."""
     if "rank" not in ev.columns:

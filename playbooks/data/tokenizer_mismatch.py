@@ -27,7 +27,8 @@ PLAYBOOK = declare(
         severity=Severity.MEDIUM,
         tables=("events",),
         explains=("bad-input-data", "device-assert"),
-        codes=("embedding_index_out_of_range", "embedding_size_mismatch", "padding_side_warning", "sequence_length_warning"),
+        codes=("embedding_index_out_of_range", "embedding_size_mismatch", "padding_side_warning", "sequence_length_warning",
+               "template_tokenization_mismatch"),
         causes=(
             Cause("different_tokenizer", "A different tokenizer (or added special tokens) than the model's embedding was built for",
                   verify="compare len(tokenizer) with model.get_input_embeddings().num_embeddings and the tokenizer files' hashes",
@@ -38,19 +39,29 @@ PLAYBOOK = declare(
             Cause("truncation", "Sequences longer than the model's maximum are fed without truncation",
                   verify="max(len(ids)) vs model.config.max_position_embeddings",
                   fix="truncation=True, max_length=model max", prior=0.2),
+            Cause("chat_template", "The conversation template does not fit the tokenizer: its separators tokenize to other "
+                  "lengths than the preprocess assumes, so each such sample's targets are all masked (nothing is learned "
+                  "from it; when every sample is, the loss reads 0)",
+                  verify="Tokenize one conversation with the template and compare the instruction/answer lengths the "
+                         "preprocess computes with len(tokenizer(conversation).input_ids)",
+                  fix="Pick the template (--version / conv_template) made for this model's tokenizer, or one matching "
+                      "its chat format; pin the tokenizers/transformers version the preprocess was written for", prior=0.2),
         ),
         verify="Compare tokenizer configs (vocab size, special tokens, padding side) between training and inference",
         fix="Save and load one tokenizer with the model",
         thresholds={
             "min_vocab_rows": Threshold(1000, "rows from which an embedding table whose lookup failed is taken for a vocabulary", "ours"),
             "max_added_tokens": Threshold(1024, "how far past the table's end an index may be and still be a token added to the tokenizer", "ours"),
+            "min_template_mismatches": Threshold(3, "`tokenization mismatch` warnings (each a sample masked whole) that make a "
+                                                    "pattern when no loss is logged beside them", "ours"),
         },
         doc="""\
 ## Symptom
 Vocabulary/embedding size mismatches (`size mismatch for … embed_tokens.weight`), padding-side or
 pad-token warnings, special tokens added without resizing embeddings (an embedding lookup of an index
 just past a vocabulary-sized table: `Tried to access index 50257 out of table with 50256 rows`),
-sequence-length warnings.
+sequence-length warnings, or a chat-template preprocess (FastChat, LLaVA and their forks) that masks whole samples:
+`WARNING: tokenization mismatch: 58 vs. 59. (ignored)`, with the loss reading exactly 0 when no sample survives.
 
 ## Why it matters
 A silent tokenizer mismatch trains or evaluates on the wrong ids; in the worst case ids exceed the
@@ -62,6 +73,9 @@ table when the table is at least `min_vocab_rows` rows and the index at most `ma
 its end (a negative index, one far past the table or a small table is bad-input-data's).
 
 ## Known false positives
+A few `tokenization mismatch` warnings beside a loss that is not 0 cost those samples only: `low`. They rank high
+with a loss of exactly 0 at most logged points (every target masked), medium when at least `min_template_mismatches` come with no loss
+logged to tell.
 `Token indices sequence length is longer than the specified maximum` alone is common and usually
 harmless (the data is chunked, truncated or filtered later; maintainers say so in many issue
 threads): on its own it gives an `info` finding only.

@@ -17,6 +17,12 @@ CODES = ("invalid_resource_handle", "invalid_device_context", "cuda_busy_unavail
 INIT_ERROR = r"(?:CUDA error(?: \(3\))?|cuda runtime error \(3\)) ?: initialization error"
 WORKER_CODES = ("dataloader_worker_killed", "dataloader_worker_exited", "dataloader_worker_exception", "dataloader_worker_fault")
 WORKER_TEXT = r"DataLoader worker|_worker_loop|multiprocessing|forked"
+# NCCL refuses a communicator in which two ranks sit on one GPU (`Duplicate GPU detected : rank A and rank B both on
+# CUDA device N`, ncclInvalidUsage): several processes share a GPU. The NCCL error that carries it as its `Last error`
+# is the same failure, so it dates the finding (nccl-timeout reports that error as its consequence).
+DUPLICATE_GPU_CODES = ("nccl_duplicate_gpu",)
+NCCL_ERROR_CODES = ("nccl_error", "nccl_error_detail")
+DUPLICATE_GPU_TEXT = r"Duplicate GPU detected"
 
 PLAYBOOK = declare(
     Playbook(
@@ -26,7 +32,8 @@ PLAYBOOK = declare(
         severity=Severity.HIGH,
         tables=("events", "gpu", "gpu_procs"),
         explains=("nccl-timeout", "device-assert"),
-        codes=("cuda_busy_unavailable", "cuda_fork_reinit", "invalid_device_context", "invalid_resource_handle", "cuda_error", "dataloader_worker_exception", "dataloader_worker_exited", "dataloader_worker_fault", "dataloader_worker_killed", "python_traceback", "terminate_called"),
+        codes=("cuda_busy_unavailable", "cuda_fork_reinit", "invalid_device_context", "invalid_resource_handle", "cuda_error", "dataloader_worker_exception", "dataloader_worker_exited", "dataloader_worker_fault", "dataloader_worker_killed", "python_traceback", "terminate_called",
+               "nccl_duplicate_gpu", "nccl_error", "nccl_error_detail"),
         causes=(
             Cause("fork_after_cuda", "CUDA was initialised before fork (DataLoader workers or multiprocessing), so children use a stale context",
                   verify="Look for torch.cuda calls before DataLoader(num_workers>0) / multiprocessing.Process; 'Cannot re-initialize CUDA in forked subprocess'",
@@ -56,7 +63,9 @@ that fails.
 ## Evidence
 `events` with context error codes (also the driver-API `CUDA_ERROR_INVALID_HANDLE: invalid resource
 handle` of CuPy and TensorRT's `Cuda Runtime (invalid resource handle)`); `gpu` compute mode per
-sample; `gpu_procs` PIDs per GPU. `Cannot re-initialize CUDA in forked subprocess` and
+sample; `gpu_procs` PIDs per GPU. NCCL's `Duplicate GPU detected : rank A and rank B both on CUDA device N` (raised as
+`ncclInvalidUsage`) says two ranks were given one GPU: the shared-GPU cause ranks first, and the NCCL error that
+carries it is this failure, not a network fault. `Cannot re-initialize CUDA in forked subprocess` and
 `initialization error` rank the fork cause first; a bare invalid handle ranks the device-guard cause
 first (a stream or buffer created under one device's context and used under another's).
 
@@ -71,10 +80,15 @@ engine makes the assert the root when it comes first.
 @PLAYBOOK.detector(("events",))
 def detect_events(ctx: Context, th: dict) -> Detection | None:
     """Context errors in the logs."""
-    ev = combine(events(ctx, CODES), _init_error_in_worker(ctx))
+    shared = _duplicate_gpu(ctx)
+    ev = combine(events(ctx, CODES), _init_error_in_worker(ctx), shared)
     if ev.height == 0:
         return None
     text = " ".join(ev.get_column("message").to_list()[:20]).lower()
+    if shared.height:
+        row = shared.row(0, named=True)
+        return detection(ev, f"two ranks on one GPU{where(row)}: {first_message(shared.filter(pl.col('code') == 'nccl_duplicate_gpu'))}",
+                         {"shared_gpu": 1.0}, confidence=0.9)
     if "fork" in text or "initialization error" in text:
         causes = {"fork_after_cuda": 0.9}
     else:
@@ -92,3 +106,11 @@ def _init_error_in_worker(ctx: Context) -> pl.DataFrame:
         return init
     workers = events(ctx, WORKER_CODES).height or events(ctx, ("python_traceback",), text=WORKER_TEXT).height
     return init if workers else init.clear()
+
+
+def _duplicate_gpu(ctx: Context) -> pl.DataFrame:
+    """NCCL's duplicate-GPU refusal, with the NCCL errors whose `Last error` it is."""
+    dup = events(ctx, DUPLICATE_GPU_CODES)
+    if dup.height == 0:
+        return dup
+    return combine(dup, events(ctx, NCCL_ERROR_CODES, text=DUPLICATE_GPU_TEXT).join(dup.select("file").unique(), on="file", how="semi"))

@@ -58,7 +58,8 @@ PLAYBOOK = declare(
 A device allocation failed: `CUDA out of memory. Tried to allocate …` (every PyTorch era, also
 `torch.OutOfMemoryError`, HIP/XPU/MPS forms, `CUDA error: out of memory` outside the caching
 allocator, NCCL's `Cuda failure 2 'out of memory'`, `CUBLAS_STATUS_ALLOC_FAILED` when cuBLAS cannot
-allocate its handle or workspace), or accelerate's batch-size finder gives up (`No executable batch
+allocate its handle or workspace, XLA:TPU's compile-time `Ran out of memory in memory space hbm. Used
+8.38G of 8.00G hbm.` when the program's buffers do not fit the TPU's HBM), or accelerate's batch-size finder gives up (`No executable batch
 size found, reached zero`: it caught an OOM at every batch size down to one sample, so the demand of
 a single sample is above what the GPU has free).
 
@@ -108,6 +109,10 @@ def detect_oom_events(ctx: Context, th: dict) -> Detection | None:
         field("other_memory").alias("others"),
         field("this_process").alias("this_process"),
         field("gpu").alias("gpu"),
+        field("device").alias("device"),
+        field("used").alias("used"),
+        field("over").alias("over"),
+        field("capacity").alias("capacity_text"),
     )
     first = ev.row(0, named=True)
     ranks = sorted({r for r in ev.get_column("rank").to_list() if r is not None})
@@ -130,11 +135,16 @@ def detect_oom_events(ctx: Context, th: dict) -> Detection | None:
             numbers += f", {fmt_mib(frag)} reserved but unallocated"
         if foreign:
             numbers += f", {fmt_mib(foreign)} held by other processes"
+    if first["used"] is not None:
+        # XLA:TPU's compile-time check prints what the program needs, not one allocation (TPU sizes: `8.38G`).
+        numbers = f": the compiled program needs {first['used']} of {first['capacity_text']} HBM"
+        numbers += f" ({first['over']} over)" if first["over"] is not None else ""
+    kind = "TPU" if first["device"] == "TPU" else "CUDA"
     count = event_count(ev)
     more = f" ({count} OOM errors on {len(ranks)} rank(s))" if count > 1 else ""
     caught = "; the program caught it and went on (batch skipped), the run did not crash" if recovered else ""
     return Detection(
-        summary=f"CUDA out of memory{where}{step}{gpu}{numbers}{more}{caught}",
+        summary=f"{kind} out of memory{where}{step}{gpu}{numbers}{more}{caught}",
         onset=onset_of(ev),
         evidence=evidence_rows(ev),
         evidence_count=count,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 from forensics.playbooks.base import Playbook, declare
-from forensics.playbooks.evidence import combine, detection, events, first_message, ranks_text
+from forensics.playbooks.evidence import combine, detection, events, first_message, ranks_text, within
 from forensics.playbooks.failure_signals import progress_after
 from forensics.playbooks.fields import field
 
@@ -24,6 +24,14 @@ SHM_CODES = ("dataloader_worker_bus_error", "nccl_shm_attach_failed")
 # memory or the process's memory-map limit, not the size of /dev/shm.
 SEGMENT_CODES = ("shared_memory_error",)
 FD_CODES = ("dataloader_too_many_open_files", "too_many_open_files")
+# ENOSPC where nothing is written to disk: POSIX semaphores (multiprocessing's SemLock, which every Queue and Lock of a
+# DataLoader's workers creates) and SharedMemory segments live in /dev/shm, so `[Errno 28] No space left on device`
+# under those frames is a full /dev/shm (a container's 64 MB default; cpython#93253 reproduces it with
+# `docker run --shm-size=1m`). Under torch.save / serialization frames it stays checkpoint-failure's disk.
+ENOSPC_CODES = ("no_space_left",)
+SHM_CONTEXT = (r"SemLock|multiprocessing[/\\](?:synchronize|shared_memory)\.py|_MultiProcessingDataLoaderIter"
+               r"|/dev/shm")
+
 FD_TEXT = r"Too many open files|\(24\)$"
 MMAP_TEXT = r"unable to mmap .*\(12\)"
 # srun's report of a task's end: `Out Of Memory` is the cgroup OOM killer; `Bus error` a SIGBUS (usually
@@ -68,7 +76,7 @@ PLAYBOOK = declare(
                "nccl_shm_attach_failed", "preemption_exit", "shared_memory_error", "slurm_job_cancelled",
                "slurm_oom_kill", "slurm_task_failed", "spawn_process_exited", "too_many_open_files",
                "torchrun_child_failed", "torchrun_child_failed_report", "torchrun_death_signal",
-               "torchrun_worker_signal", "process_killed", "shell_signal_exit"),
+               "torchrun_worker_signal", "process_killed", "shell_signal_exit", "no_space_left"),
         causes=(
             Cause("small_shm", "/dev/shm is too small for the DataLoader's shared-memory tensors (containers default to 64 MB)",
                   verify="df -h /dev/shm inside the container",
@@ -95,9 +103,13 @@ oom-kill event, the CPU allocator failed (`DefaultCPUAllocator: can't allocate m
 `OOM when allocating tensor … on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu`), a DataLoader
 worker was killed by a signal (`Killed` is SIGKILL, usually the OOM killer; `Bus error` is SIGBUS,
 usually an exhausted `/dev/shm`), torch cannot write, open or map a `</torch_…>` shared-memory segment,
-the open-file limit runs out while workers pass tensors (`Too many open files`, `received 0 items of
+multiprocessing cannot create a semaphore or shared-memory segment (`OSError: [Errno 28] No space left on device`
+under `SemLock` / `synchronize.py` / DataLoader worker start-up frames, or naming `/dev/shm`: /dev/shm is full, no
+disk is), the open-file limit runs out while workers pass tensors (`Too many open files`, `received 0 items of
 ancdata`), srun reports a task ended by `Out Of Memory` (the cgroup OOM killer) or `Bus error`, Kubernetes
-reports the container `OOMKilled`, or any process ends by SIGBUS (a launcher's `Signal 7 (SIGBUS)`, UCX's
+reports the container `OOMKilled`, Ray's memory monitor kills a worker (`ray.exceptions.OutOfMemoryError: Task was
+killed due to the node running low on memory`, `Memory on the node … exceeds the memory usage threshold`, and the
+`ray-oom-prevention` advice it prints only with a kill), or any process ends by SIGBUS (a launcher's `Signal 7 (SIGBUS)`, UCX's
 `Caught signal 7 (Bus error …)` in an NCCL thread): in a container, /dev/shm could not back a shared page.
 
 ## Why it matters
@@ -138,7 +150,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     fd = combine(events(ctx, FD_CODES), _matching(segments, FD_TEXT))
     mmap = _matching(segments, MMAP_TEXT)
     shm_segments = segments.join(combine(fd, mmap).select("file", "line"), on=["file", "line"], how="anti") if segments.height else segments
-    shm = combine(events(ctx, SHM_CODES), events(ctx, WORKER_CODES, text=r"Bus error|shared memory|shm"), shm_segments)
+    shm = combine(events(ctx, SHM_CODES), events(ctx, WORKER_CODES, text=r"Bus error|shared memory|shm"), shm_segments,
+                  within(ctx, events(ctx, ENOSPC_CODES), SHM_CONTEXT))
     bus = combine(_status(slurm, "Bus error"), events(ctx, SIGNAL_CODES, text=SIGBUS_TEXT))
     killed = events(ctx, WORKER_CODES, text=r"signal: Killed")
     parts = [p for p in (kernel, shm, fd, mmap, bus, killed) if p.height]

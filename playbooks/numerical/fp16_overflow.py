@@ -48,7 +48,8 @@ e.g. Megatron's 2**32, and never one that reaches the floor), the loss scale hal
 within 50 logged points and ends them at least 16x lower than before, or falls to its floor (1.0),
 is below it (even a single logged value, such as fairseq's `loss_scale 0.000`), or overflows there at least 5 times; or a skipped-steps counter rises on at
 least 5 and 20% of 50 logged points; DeepSpeed/apex/fairseq/Colossal-AI overflow
-messages in the same numbers, or `Minimum loss scale reached`.
+messages in the same numbers, or `Minimum loss scale reached`, or a trainer that gives up on overflow itself
+(GPT-NeoX's `Skipped 50 iterations in a row due to Overflow - Exiting training.`).
 
 ## Why it matters
 Every overflow skips an optimizer step; a collapsing scale means the model no longer trains and
@@ -176,7 +177,11 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         return None
     if not found:
         first = floor_ev.row(0, named=True)
-        return Detection(summary=f"the loss scale reached its minimum: {first['message']}", onset=M.onset_at(first),
+        # GPT-NeoX's overflow monitor gives up after n skipped steps in a row rather than at a scale floor.
+        skipped = floor_ev.select(field("skipped")).item(0, 0)
+        what = (f"the trainer stopped after {skipped} steps in a row skipped for fp16 overflow" if skipped is not None
+                else "the loss scale reached its minimum")
+        return Detection(summary=f"{what}: {first['message']}", onset=M.onset_at(first),
                          evidence=evidence_rows(floor_ev), evidence_count=event_count(floor_ev),
                          causes={"range_exceeded": 0.6, "lr_too_high": 0.6}, confidence=0.9)
     # Earliest first; at the same step the source that saw more overflows (messages count every one).

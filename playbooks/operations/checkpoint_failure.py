@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 from forensics.playbooks.base import Playbook, declare
-from forensics.playbooks.evidence import combine, detection, events, first_message, where
+from forensics.playbooks.evidence import combine, detection, events, first_message, where, within
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Cause, Detection, Severity
@@ -88,15 +88,7 @@ filters it out.
 
 def _in_checkpoint_context(ctx: Context, ev: pl.DataFrame, context: str = CONTEXT) -> pl.DataFrame:
     """Keep OS errors whose own text, or an enclosing traceback block, mentions a save/load."""
-    if ev.height == 0:
-        return ev
-    own = ev.filter(pl.col("text").str.contains(context) | pl.col("message").str.contains(context))
-    blocks = ctx.events.filter(pl.col("end_line") > pl.col("line")).filter(pl.col("text").str.contains(context))
-    if blocks.height == 0:
-        return own
-    joined = ev.join(blocks.select("file", pl.col("line").alias("b0"), pl.col("end_line").alias("b1")), on="file")
-    inside = joined.filter((pl.col("line") >= pl.col("b0")) & (pl.col("line") <= pl.col("b1"))).select(ev.columns)
-    return pl.concat([own, inside], how="vertical_relaxed").unique(subset=["file", "line"])
+    return within(ctx, ev, context)
 
 
 @PLAYBOOK.detector(("events",))
