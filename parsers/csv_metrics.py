@@ -53,7 +53,10 @@ def sniff(sn: Sniffed) -> int:
 
 def parse(src, sn: Sniffed) -> ParseResult:
     """Every non-empty numeric cell -> (line, step, name, value)."""
-    raw = _unquoted(src.read_all().decode("utf-8", errors="replace")).encode("utf-8")
+    raw = src.read_all()
+    # Decoded and re-encoded only when pasted as a quote: a plain file goes to polars byte for byte.
+    if raw.lstrip().startswith(b">"):
+        raw = _unquoted(raw.decode("utf-8", errors="replace")).encode("utf-8")
     try:
         df = pl.read_csv(io.BytesIO(raw), infer_schema=False, truncate_ragged_lines=True, ignore_errors=True)
     except (pl.exceptions.PolarsError, ValueError) as exc:
