@@ -96,6 +96,12 @@ STILL_MISSED: dict[str, str] = {
     "wandb_1526_filestream_thread_traceback_run_continues_healthy": "healthy: alarmed unclassified-failure",
     "mamba_387_triton_out_of_resource_shared_memory_headdim": "short-paste: want unclassified-failure, got none",
     "fasterrcnn-pytorch-training-pipeline_96_albumentations_bbox_out_of_range": "crash: want bad-input-data, got unclassified-failure",
+    "hawp_5_segfault_cuda8": "short-paste: want driver-runtime-mismatch, got unclassified-failure",
+    "paddle_26892_gpu_oom_reduce_batch": "short-paste: want cuda-oom, got none",
+    "dekr_18_nccl_system_error_docker_ipc": "short-paste: want host-memory-exhaustion, got nccl-timeout",
+    "dataset-distillation_11_loss_became_nan": "short-paste: want nan-loss, got unclassified-failure",
+    "pytorch-deeplab-resnet_14_label_gt_max_label_device_assert": "crash: want bad-input-data, got device-assert",
+    "darknet_5866_yolov4_cuda_oom_subdivisions": "crash: want cuda-oom, got unclassified-failure",
 }
 
 
