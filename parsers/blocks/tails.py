@@ -11,8 +11,9 @@ import numpy as np
 import polars as pl
 from forensics.parsers.blocks.common import EXC_TYPE, FRAME, TB_START, WINDOW, block_text, event, opener_rows, rank_of
 
-# An exception line as Python prints it last in a traceback (a dotted class name ending in Error/Exception).
-_TAIL_EXC = r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt)(?::|$)"
+# An exception line as Python prints it last in a traceback (a dotted class name ending in Error/Exception, or a
+# fully qualified one without the suffix, as _LAST_EXC below says).
+_TAIL_EXC = r"^(?:(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt)(?::|$)|(?:[a-z_][a-z0-9_]*\.){2,}[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+: \S)"
 _TAIL_FRAME = re.compile(r'^\s+File "[^"]+", line \d+')
 # A frame line whose indentation the paste stripped: only with its `, in <function>` tail, the whole frame.
 _BARE_FRAME = re.compile(r'^File "[^"]+", line \d+, in \S')
@@ -24,7 +25,10 @@ _TAIL_RAISE = re.compile(r"^\s*raise [A-Za-z_][\w.]*(?:\(|$)")
 # `tensorflow.python…NanLossDuringTrainingError: …`, `torch.distributed.elastic…ChildFailedError:`) is how the
 # process ended: Python prints it last, and a paste that keeps only that line still shows the failure. A log
 # that goes on after such a line logged it and carried on; warnings are not failures.
-_LAST_EXC = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::|$)")
+# A fully qualified class whose name has no such suffix (`triton.runtime.autotuner.OutOfResources: out of resource: …`,
+# `concurrent.futures.process.BrokenProcessPool: …`) counts too: two lowercase module parts before a CamelCase name
+# of two words or more and a colon, which a log line's `word: text` or a logger name does not make.
+_LAST_EXC = re.compile(r"^\s*(?:(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::|$)|(?:[a-z_][a-z0-9_]*\.){2,}[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+: \S)")
 # Lines a runner prints after the process's last output (an IDE's exit footer, Hydra's hint): not the log's last.
 FOOTER = r"^\s*(?:Process finished with exit code|Set the environment variable HYDRA_FULL_ERROR=1)"
 

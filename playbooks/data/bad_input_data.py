@@ -38,9 +38,9 @@ PLAYBOOK = declare(
         severity=Severity.CRITICAL,
         tables=("events", "metrics"),
         explains=("device-assert", "nan-loss", "nccl-timeout", "silent-hang"),
-        codes=("ctc_nan_grad_samples", "cuda_kernel_assert", "device_side_assert", "embedding_index_out_of_range",
-               "fp16_overflow", "loss_scale_min_reached", "native_check_failed", "nonfinite_grad_skipped",
-               "python_traceback", "target_out_of_bounds"),
+        codes=("bbox_out_of_range", "ctc_nan_grad_samples", "ctc_no_valid_path", "cuda_kernel_assert", "device_side_assert",
+               "embedding_index_out_of_range", "fp16_overflow", "loss_scale_min_reached", "native_check_failed",
+               "nonfinite_grad_skipped", "python_traceback", "sample_shape_mismatch", "target_out_of_bounds"),
         causes=(
             Cause("wrong_class_count", "Labels reach or exceed num_classes (or are negative, e.g. -1 padding not ignored)",
                   verify="print(labels.min(), labels.max(), num_classes) for the failing batch",
@@ -62,6 +62,15 @@ PLAYBOOK = declare(
                   verify="print(y.min(), y.max()) against the loss: binary_crossentropy wants 0/1, categorical one-hot rows",
                   fix="Match the loss to the labels (sparse categorical cross-entropy with K outputs for class ids, or one-hot/0-1 targets)",
                   prior=0.1),
+            Cause("uneven_sample_shapes", "The dataset yields samples of different shapes (images of other sizes or orientations, "
+                  "variable-length sequences), so the DataLoader cannot stack them into one batch",
+                  verify="Print the shape of each sample of the failing batch (dataset[i] for its indices)",
+                  fix="Resize/crop or pad every sample to one shape in the transform, or pad in a custom collate_fn", prior=0.15),
+            Cause("annotations_outside_image", "Bounding-box annotations outside their image (coordinates past the width/height, "
+                  "boxes of another image size, or x_max <= x_min)",
+                  verify="Check every box against its own image's width and height before augmentation",
+                  fix="Correct or clip the bad annotations (BboxParams(clip=True) in recent albumentations); drop empty boxes",
+                  prior=0.15),
         ),
         verify="Validate each batch in collate_fn: label range, token id range, torch.isfinite",
         fix="Fix the class count or vocabulary; filter corrupt samples",
