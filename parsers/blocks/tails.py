@@ -11,9 +11,8 @@ import numpy as np
 import polars as pl
 from forensics.parsers.blocks.common import EXC_TYPE, FRAME, TB_START, WINDOW, block_text, event, opener_rows, rank_of
 
-# An exception line as Python prints it last in a traceback (a dotted class name ending in Error/Exception, or a
-# fully qualified one without the suffix, as _LAST_EXC below says).
-_TAIL_EXC = r"^(?:(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt)(?::|$)|(?:[a-z_][a-z0-9_]*\.){2,}[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+: \S)"
+# An exception line as Python prints it last in a traceback (a dotted class name ending in Error/Exception).
+_TAIL_EXC = r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt)(?::|$)"
 _TAIL_FRAME = re.compile(r'^\s+File "[^"]+", line \d+')
 # A frame line whose indentation the paste stripped: only with its `, in <function>` tail, the whole frame.
 _BARE_FRAME = re.compile(r'^File "[^"]+", line \d+, in \S')

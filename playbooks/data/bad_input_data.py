@@ -88,7 +88,11 @@ PLAYBOOK = declare(
 embedding, `srcIndex < srcSelectDimSize`, reports of NaN/Inf in inputs, or updates skipped again and again for a
 NaN gradient norm while the loss stays finite, or a training loss below zero on lines that also report an
 accuracy (a classification objective: cross-entropy cannot be negative unless the targets lie outside its
-range) for several lines while the accuracy does not rise.
+range) for several lines while the accuracy does not rise. Samples a batch or a loss cannot take: `stack expects each
+tensor to be equal size` raised under the DataLoader's collate frames (the dataset yields samples of different
+shapes), albumentations' box checks (`Expected x_min for bbox … to be in the range [0.0, 1.0]`, `x_max is less than
+or equal to x_min for bbox`: an annotation outside its image), TensorFlow's CTC `No valid path found.` (a label no
+alignment of its input fits; its loss is infinite).
 
 ## Why it matters
 On GPU the label error surfaces as an asynchronous device-side assert far from its cause; the fix is
@@ -115,6 +119,9 @@ policy/value, entropy, generator/discriminator or contrastive term; only the pla
 loss counts, only beside an accuracy, and only when that accuracy stays where it started (a likelihood objective
 such as a residual log-likelihood loss goes below zero while its accuracy rises); an accuracy under 1% is no
 classification accuracy (a regression or trading objective printing Keras' `acc`).
+The `stack expects each tensor to be equal size` message outside collate frames (a stack in the model's forward) is a
+code error, not the data's; `No valid path found.` counts only from TensorFlow's CTC calculator (its glog prefix), and
+a crash-free CTC warning is reported at medium (one bad sample each, the run goes on).
 """,
     )
 )
