@@ -43,7 +43,11 @@ def failure_signals(ctx: Context) -> pl.DataFrame:
     exc = field("exc_type").fill_null("")
     benign = tb & (exc.str.contains(BENIGN_EXCEPTIONS) | pl.col("text").str.contains(CTRL_C))
     teardown = tb & field("function").fill_null("").str.contains(TEARDOWN_FUNCTIONS)
-    ev = ev.filter(~(benign | teardown))
+    # A background thread's uncaught exception (threading's `Exception in thread NAME:` above the traceback): Python prints
+    # it and the main thread goes on (a logger's upload thread, a prefetcher); it is not how the run ended. A signature
+    # that reads the exception's own line still counts.
+    thread = tb & field("thread").is_not_null()
+    ev = ev.filter(~(benign | teardown | thread))
     fatal = pl.col("code").is_in(list(FATAL_CODES))
     # An error-level line that says it is a warning (`UserWarning: CUDA initialization: …`, fairseq's `| WARNING: ran
     # out of memory …` before it skips the batch) ends nothing by itself.

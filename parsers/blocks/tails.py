@@ -24,7 +24,10 @@ _TAIL_RAISE = re.compile(r"^\s*raise [A-Za-z_][\w.]*(?:\(|$)")
 # `tensorflow.python…NanLossDuringTrainingError: …`, `torch.distributed.elastic…ChildFailedError:`) is how the
 # process ended: Python prints it last, and a paste that keeps only that line still shows the failure. A log
 # that goes on after such a line logged it and carried on; warnings are not failures.
-_LAST_EXC = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::|$)")
+# A fully qualified class whose name has no such suffix (`triton.runtime.autotuner.OutOfResources: out of resource: …`,
+# `concurrent.futures.process.BrokenProcessPool: …`) counts too: two lowercase module parts before a CamelCase name
+# of two words or more and a colon, which a log line's `word: text` or a logger name does not make.
+_LAST_EXC = re.compile(r"^\s*(?:(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::|$)|(?:[a-z_][a-z0-9_]*\.){2,}[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+: \S)")
 # Lines a runner prints after the process's last output (an IDE's exit footer, Hydra's hint): not the log's last.
 FOOTER = r"^\s*(?:Process finished with exit code|Set the environment variable HYDRA_FULL_ERROR=1)"
 

@@ -28,6 +28,9 @@ from forensics.parsers.prefixes import ANY_LOG_PREFIX
 NEEDLE = TB
 # A line that begins a new log record (ends an exception message that has no blank line after it).
 _RECORD = rf"{ANY_LOG_PREFIX}|^\[(?:rank|default)\d+\]:|^wandb: |\d+%\|"
+# threading's excepthook prints this line right above a background thread's traceback (`Exception in thread
+# Thread-5:`, `Exception in thread IntMsgThr:`, `Thread-3 (run):` on 3.10+); the main thread goes on after it.
+_THREAD_HEADER = re.compile(r"(?:^|\s)Exception in thread (?P<thread>\S[^:]{0,80}?)(?: \(most likely raised during interpreter shutdown\))?:")
 _CHAIN = {
     "During handling of the above exception, another exception occurred:": "context",
     "The above exception was the direct cause of the following exception:": "cause",
@@ -154,6 +157,10 @@ def _traceback_event(frame: pl.DataFrame, v: View, parts: list[dict], p: int, en
         fields["chain"] = ",".join(pt["kind"] for pt in parts[1:])
         fields["first_exception"] = body[first["exc"]].strip() if first["exc"] is not None else None
     fields["frames"] = len(last["frames"])
+    above = int(row["_pos"]) - 1
+    header = _THREAD_HEADER.search(str(frame.get_column("text")[above])) if above >= 0 else None
+    if header:
+        fields["thread"] = header.group("thread")
     if exc_line:
         message = exc_line
     else:

@@ -38,9 +38,9 @@ PLAYBOOK = declare(
         severity=Severity.CRITICAL,
         tables=("events", "metrics"),
         explains=("device-assert", "nan-loss", "nccl-timeout", "silent-hang"),
-        codes=("ctc_nan_grad_samples", "cuda_kernel_assert", "device_side_assert", "embedding_index_out_of_range",
-               "fp16_overflow", "loss_scale_min_reached", "native_check_failed", "nonfinite_grad_skipped",
-               "python_traceback", "target_out_of_bounds"),
+        codes=("bbox_out_of_range", "ctc_nan_grad_samples", "ctc_no_valid_path", "cuda_kernel_assert", "device_side_assert",
+               "embedding_index_out_of_range", "fp16_overflow", "loss_scale_min_reached", "native_check_failed",
+               "nonfinite_grad_skipped", "python_traceback", "sample_shape_mismatch", "target_out_of_bounds"),
         causes=(
             Cause("wrong_class_count", "Labels reach or exceed num_classes (or are negative, e.g. -1 padding not ignored)",
                   verify="print(labels.min(), labels.max(), num_classes) for the failing batch",
@@ -62,6 +62,15 @@ PLAYBOOK = declare(
                   verify="print(y.min(), y.max()) against the loss: binary_crossentropy wants 0/1, categorical one-hot rows",
                   fix="Match the loss to the labels (sparse categorical cross-entropy with K outputs for class ids, or one-hot/0-1 targets)",
                   prior=0.1),
+            Cause("uneven_sample_shapes", "The dataset yields samples of different shapes (images of other sizes or orientations, "
+                  "variable-length sequences), so the DataLoader cannot stack them into one batch",
+                  verify="Print the shape of each sample of the failing batch (dataset[i] for its indices)",
+                  fix="Resize/crop or pad every sample to one shape in the transform, or pad in a custom collate_fn", prior=0.15),
+            Cause("annotations_outside_image", "Bounding-box annotations outside their image (coordinates past the width/height, "
+                  "boxes of another image size, or x_max <= x_min)",
+                  verify="Check every box against its own image's width and height before augmentation",
+                  fix="Correct or clip the bad annotations (BboxParams(clip=True) in recent albumentations); drop empty boxes",
+                  prior=0.15),
         ),
         verify="Validate each batch in collate_fn: label range, token id range, torch.isfinite",
         fix="Fix the class count or vocabulary; filter corrupt samples",
@@ -79,7 +88,11 @@ PLAYBOOK = declare(
 embedding, `srcIndex < srcSelectDimSize`, reports of NaN/Inf in inputs, or updates skipped again and again for a
 NaN gradient norm while the loss stays finite, or a training loss below zero on lines that also report an
 accuracy (a classification objective: cross-entropy cannot be negative unless the targets lie outside its
-range) for several lines while the accuracy does not rise.
+range) for several lines while the accuracy does not rise. Samples a batch or a loss cannot take: `stack expects each
+tensor to be equal size` raised under the DataLoader's collate frames (the dataset yields samples of different
+shapes), albumentations' box checks (`Expected x_min for bbox … to be in the range [0.0, 1.0]`, `x_max is less than
+or equal to x_min for bbox`: an annotation outside its image), TensorFlow's CTC `No valid path found.` (a label no
+alignment of its input fits; its loss is infinite).
 
 ## Why it matters
 On GPU the label error surfaces as an asynchronous device-side assert far from its cause; the fix is
@@ -106,6 +119,9 @@ policy/value, entropy, generator/discriminator or contrastive term; only the pla
 loss counts, only beside an accuracy, and only when that accuracy stays where it started (a likelihood objective
 such as a residual log-likelihood loss goes below zero while its accuracy rises); an accuracy under 1% is no
 classification accuracy (a regression or trading objective printing Keras' `acc`).
+The `stack expects each tensor to be equal size` message outside collate frames (a stack in the model's forward) is a
+code error, not the data's; `No valid path found.` counts only from TensorFlow's CTC calculator (its glog prefix), and
+a crash-free CTC warning is reported at medium (one bad sample each, the run goes on).
 """,
     )
 )

@@ -1,0 +1,48 @@
+"""bad-input-data from samples a batch or a loss cannot take: uneven shapes in collate, boxes outside the image, CTC labels no alignment fits."""
+
+from __future__ import annotations
+
+from forensics.playbooks.data.bad_input_data import PLAYBOOK
+from forensics.playbooks.evidence import combine, detection, events, first_message, where, within
+
+from forensics.contracts.context import Context, event_count
+from forensics.contracts.model import Detection, Severity
+
+# torch.stack of different shapes; only inside the DataLoader's collate (default_collate, a repo's collate_fn, the
+# fetcher's `self.collate_fn(data)`) is it the samples' shapes; a stack in the model's forward is a code error.
+SHAPE_CODES = ("sample_shape_mismatch",)
+COLLATE = r"(?i)collate"
+# albumentations' box checks: an annotation outside its image (or with swapped corners).
+BOX_CODES = ("bbox_out_of_range",)
+# TensorFlow's CTC `No valid path found.`: a label no alignment of the input fits (its loss is infinite).
+CTC_CODES = ("ctc_no_valid_path",)
+# The message is a bare sentence; TensorFlow's glog prefix names the CTC calculator that wrote it.
+CTC_SOURCE = r"ctc_loss_calculator\.(?:cc|h):\d+\]"
+
+
+@PLAYBOOK.detector(("events",))
+def detect_unfit_samples(ctx: Context, th: dict) -> Detection | None:
+    """Samples of uneven shapes in a batch, boxes outside their image, CTC labels longer than their input."""
+    shapes = within(ctx, events(ctx, SHAPE_CODES), COLLATE)
+    boxes = events(ctx, BOX_CODES)
+    ctc = events(ctx, CTC_CODES, text=CTC_SOURCE)
+    if not (shapes.height or boxes.height or ctc.height):
+        return None
+    causes: dict[str, float] = {}
+    parts: list[str] = []
+    if shapes.height:
+        causes["uneven_sample_shapes"] = 0.9
+        parts.append(f"the DataLoader could not collate a batch: the samples differ in shape ({first_message(shapes)})")
+    if boxes.height:
+        causes["annotations_outside_image"] = 0.9
+        parts.append(f"a bounding box lies outside its image ({first_message(boxes)})")
+    if ctc.height:
+        causes["infeasible_samples"] = 0.9
+        parts.append(f"the CTC loss found no valid alignment {event_count(ctc)} time(s): a label longer than its input "
+                     "(after subsampling) gives an infinite loss")
+    ev = combine(shapes, boxes, ctc)
+    # A crash on a sample is as sure as its message; CTC warnings leave the run going, one bad sample each.
+    severity = Severity.HIGH if shapes.height or boxes.height else Severity.MEDIUM
+    return detection(ev, f"invalid samples{where(ev.row(0, named=True))}: " + "; ".join(parts), causes,
+                     confidence=0.9 if severity == Severity.HIGH else 0.7, severity=severity,
+                     facts={"uneven_shapes": shapes.height, "boxes_outside_image": boxes.height, "ctc_no_valid_path": ctc.height})
