@@ -210,8 +210,13 @@ def _column_rows(cols: pl.DataFrame) -> pl.DataFrame:
     ).cast(metric_lines.SCHEMA)
 
 
+# Rows kept from each log's end: its last line and the one before (the `at_end` signatures, a lone exception), and
+# enough for the stack a paste ends on (tails_block.cut_stacks: a frame and its source line per two rows).
+TAIL_ROWS = 64
+
+
 def _last_lines(frame: pl.DataFrame, starts: np.ndarray | None, tails: pl.DataFrame | None) -> pl.DataFrame | None:
-    """The last two non-blank rows of each file so far (`_f`: the file's index among joined logs, else 0); a
+    """The last TAIL_ROWS non-blank rows of each file so far (`_f`: the file's index among joined logs, else 0); a
     runner's footer after the output does not count."""
     nonblank = (pl.col("text").str.strip_chars().str.len_chars() > 0) & ~pl.col("text").str.contains(tails_block.FOOTER)
     rows = frame.select("line", "seg", "text")
@@ -222,9 +227,9 @@ def _last_lines(frame: pl.DataFrame, starts: np.ndarray | None, tails: pl.DataFr
         return tails
     seg = np.zeros(rows.height, dtype=np.int32) if starts is None else \
         np.searchsorted(starts, rows.get_column("line").to_numpy(), side="right").astype(np.int32) - 1
-    last = rows.with_columns(pl.Series("_f", seg, dtype=pl.Int32)).group_by("_f", maintain_order=True).tail(2)
+    last = rows.with_columns(pl.Series("_f", seg, dtype=pl.Int32)).group_by("_f", maintain_order=True).tail(TAIL_ROWS)
     both = last if tails is None else pl.concat([tails, last], how="vertical_relaxed")
-    return both.group_by("_f", maintain_order=True).tail(2)
+    return both.group_by("_f", maintain_order=True).tail(TAIL_ROWS)
 
 
 def _end_events(tails: pl.DataFrame | None, year: int, read_lines: set[int]) -> pl.DataFrame:
@@ -238,6 +243,8 @@ def _end_events(tails: pl.DataFrame | None, year: int, read_lines: set[int]) -> 
     last = split_prefixes(two.filter(pl.col("line") == pl.col("line").max().over("_f")).drop("_f"), year)
     ends = signatures.extract_at_end(last.drop("prev"))
     lone = [e for e in tails_block.lone_exceptions(last) if e["line"] not in read_lines]
+    # A stack cut at both ends (no opener, no exception line), unless a block already ends on its last line.
+    lone += [e for e in tails_block.cut_stacks(two) if e["end_line"] not in read_lines]
     if not lone:
         return ends
     return pl.concat([ends, pl.DataFrame(lone, schema=signatures.SCHEMA)], how="vertical_relaxed")

@@ -20,6 +20,8 @@ OUTSIDE_STOP_CODES = ("slurm_job_cancelled", "torchrun_death_signal", "preemptio
 BENIGN_EXCEPTIONS = r"^(?:\w+\.)*(?:KeyboardInterrupt|SystemExit|\w*Warning)$"
 # An interrupt pasted from a terminal: `^C` echoed before the traceback opener (the exception line may be cut).
 CTRL_C = r"^\^C|\n\^C|KeyboardInterrupt"
+# The terminal's `^C` echo as its own event (parsers/signatures.toml): the interrupt's tracebacks may start lines later.
+INTERRUPT_CODES = ("interrupt_echo",)
 # The innermost frame of an exception raised while stopping (a GUI wrapper's terminate, __del__, __exit__,
 # a close or cleanup hook): an error of the shutdown after the run, not the run's failure.
 WARNING_TEXT = r"(?i)warning\b"
@@ -41,7 +43,7 @@ def failure_signals(ctx: Context) -> pl.DataFrame:
     ev = ev.filter(~((pl.col("code") == "slurm_task_failed") & (field("status").fill_null("") == "Terminated")))
     tb = pl.col("code") == "python_traceback"
     exc = field("exc_type").fill_null("")
-    benign = tb & (exc.str.contains(BENIGN_EXCEPTIONS) | pl.col("text").str.contains(CTRL_C))
+    benign = tb & (exc.str.contains(BENIGN_EXCEPTIONS) | pl.col("text").str.contains(CTRL_C) | after_interrupt(ctx, ev))
     teardown = tb & field("function").fill_null("").str.contains(TEARDOWN_FUNCTIONS)
     # A background thread's uncaught exception (threading's `Exception in thread NAME:` above the traceback): Python prints
     # it and the main thread goes on (a logger's upload thread, a prefetcher); it is not how the run ended. A signature
@@ -55,6 +57,17 @@ def failure_signals(ctx: Context) -> pl.DataFrame:
     ev = ev.with_columns(progress_after(ctx, ev).alias("_went_on"))
     # A traceback followed by more progress of its rank was caught (logged) and training went on.
     return sort_by_onset(ev.filter(~pl.col("_went_on") | (fatal & ~tb)).drop("_went_on"))
+
+
+def after_interrupt(ctx: Context, ev: pl.DataFrame) -> pl.Series:
+    """Whether each event comes after a `^C` echoed earlier in its file: the tracebacks Ctrl-C makes the main process
+    and its workers print (each worker's under its `Process <name>:` header, the echo often on the first of them)."""
+    echo = ctx.events_of(*INTERRUPT_CODES)
+    if echo.height == 0 or ev.height == 0:
+        return pl.Series([False] * ev.height, dtype=pl.Boolean)
+    first = echo.group_by("file").agg(pl.col("line").min().alias("_echo"))
+    keyed = ev.select("file", "line").with_row_index("_i").join(first, on="file", how="left").sort("_i")
+    return keyed.select((pl.col("line") >= pl.col("_echo")).fill_null(False).alias("x")).get_column("x")
 
 
 def _before_outside_stop(ctx: Context, ev: pl.DataFrame) -> pl.DataFrame:

@@ -43,7 +43,8 @@ EXT_LOAD = ["Using /root/.cache/torch_extensions/py39_cu117 as PyTorch extension
             "Time to load utils op: 0.37459588050842285 seconds",
             "Using /root/.cache/torch_extensions/py39_cu117 as PyTorch extensions root...",
             "No modifications detected for re-loaded extension module utils, skipping build step...",
-            "Loading extension module utils..."]
+            "Loading extension module utils...",
+            "Time to load utils op: 0.0003552436828613281 seconds"]
 # Lightning docs ('stuck initializing at startup') / lightning_fabric: one registration line per process of 4.
 MEMBERS = [f"Initializing distributed: GLOBAL_RANK: {r}, MEMBER: {r + 1}/4" for r in range(4)]
 # Lightning's tqdm bars (tqdm format_meter, as in Lightning-AI/pytorch-lightning#3866): a finished epoch, the next one's first draw.

@@ -137,3 +137,43 @@ def _raises_this(raise_line: str, msg: str) -> bool:
         return False
     raised = raise_line.strip()[len("raise ") :].split("(", 1)[0].strip()
     return tm.group("type").rsplit(".", 1)[-1] == raised.rsplit(".", 1)[-1]
+
+
+# Fewest frames a log's trailing stack must hold: one frame line alone is too little to say where a process waited.
+MIN_STACK_FRAMES = 2
+
+
+def cut_stacks(tail: pl.DataFrame) -> list[dict]:
+    """A log that ends in Python frames with neither the opener above them nor an exception line after them, as
+    `python_stack` (warning): a stack a paste cut at both ends, as people paste the frames of the traceback that Ctrl-C
+    printed to show where a run hung (dusty-nv/jetson-inference#782, the frames down to the DataLoader's queue poll).
+
+    `tail`: each log's last non-blank rows (`_f` the log, `line`, `text`), in line order. A stack with its opener is
+    the traceback pass's; one with an exception line is `read`'s; here nothing says how the process ended, so this is
+    no failure sign: the innermost frame says where it was (playbooks/operations/silent_hang_interrupt.py).
+    """
+    out = []
+    for part in tail.partition_by("_f", maintain_order=True):
+        text = [str(t) for t in part.get_column("text").str.replace(r"^(?:>\s?)+", "").to_list()]
+        lines = part.get_column("line").to_list()
+        if EXC_TYPE.match(text[-1].strip()):
+            continue  # a traceback's exception line ends the log: `read` and `lone_exceptions` read it
+        q, frames = len(text) - 1, []
+        while q >= 0:
+            body = text[q]
+            if _TAIL_FRAME.match(body) or _BARE_FRAME.match(body):
+                frames.append(q)
+            elif not (_TAIL_CODE.match(body) or (q > 0 and _BARE_FRAME.match(text[q - 1]) and not EXC_TYPE.match(body.strip()))):
+                break  # neither a frame nor the source line under one (de-indented by the paste: the frame above says so)
+            q -= 1
+        if len(frames) < MIN_STACK_FRAMES or (q >= 0 and TB_START.search(text[q])):
+            continue
+        fm = FRAME.match(text[frames[0]])  # the walk went backwards: the first found is the innermost frame
+        fields = {"frames": len(frames), "head_truncated": "true", "truncated": "true"}
+        if fm:
+            fields.update(file=fm.group("file"), line=fm.group("line"), function=fm.group("function"))
+        where = f" (innermost: {fields.get('function')} in {fields.get('file')}:{fields.get('line')})" if fm else ""
+        out.append(event(line=int(lines[q + 1]), end_line=int(lines[-1]), code="python_stack", severity="warning",
+                         message=f"Python stack of {len(frames)} frames with no exception line{where}",
+                         text="\n".join(text[q + 1 :]), fields=fields))
+    return out

@@ -94,8 +94,39 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     to = events(ctx, TIMEOUT_CODES).with_columns(field("op").alias("op")).filter(pl.col("op").is_not_null() & pl.col("rank").is_not_null())
     per_rank = to.group_by("rank").agg(pl.col("op").first())
     if per_rank.get_column("op").n_unique() <= 1:
-        return None
+        return _different_sizes(to)
     ops = dict(per_rank.sort("rank").iter_rows())
     desc = ", ".join(f"rank {r}: {op}" for r, op in ops.items())
     return detection(to, f"ranks timed out in different collectives ({desc})", {"divergent_code_path": 0.7, "uneven_data": 0.5},
                      confidence=0.8, facts={"op_by_rank": {str(k): v for k, v in ops.items()}})
+
+
+def _different_sizes(to: pl.DataFrame) -> Detection | None:
+    """Ranks whose watchdogs each timed out in one collective of the same type but of different sizes.
+
+    A collective is matched by its order on the communicator, so every rank's N-th one carries the same element
+    count; ranks stuck in collectives of different sizes (`NumelIn=544997376` on one, `NumelIn=2560` on the others,
+    as in 2U1/Qwen-VL-Series-Finetune#17, where text-only batches skipped the vision tower on some ranks) issued
+    different collectives. Only when each rank reports a single work of one process group: a rank that reports
+    several (pytorch/pytorch#118369: one per process group) may be stuck in another group's collective, and the
+    same size at different SeqNums is a rank that fell behind (nccl-timeout's desync_or_straggler).
+    """
+    sized = to.with_columns(field("numel_in").alias("n_in"), field("numel_out").alias("n_out"), field("seq").alias("seq"),
+                            field("pg").alias("pg")).filter(pl.col("n_in").is_not_null())
+    if sized.height < 2 or sized.get_column("pg").n_unique() > 1:
+        return None
+    works = sized.unique(["rank", "seq", "op", "n_in", "n_out"], maintain_order=True)
+    if works.get_column("rank").n_unique() < 2 or works.get_column("rank").is_duplicated().any():
+        return None
+    groups = works.group_by("op", "n_in", "n_out", maintain_order=True).agg(pl.col("rank").sort(), pl.col("seq").first())
+    if groups.height < 2:
+        return None
+    # The smallest group is the odd one out: its ranks are named first, and its first report leads the evidence.
+    groups = groups.with_columns(pl.col("rank").list.len().alias("n")).sort("n", maintain_order=True)
+    desc = "; ".join(f"{ranks_text(g['rank'])}: {g['op']} of {g['n_in']} elements (SeqNum {g['seq']})"
+                     for g in groups.iter_rows(named=True))
+    odd = groups.row(0, named=True)["rank"]
+    lead = sized.filter(pl.col("rank").is_in(odd)).head(1)
+    return detection(sized.drop("n_in", "n_out", "seq", "pg"), f"ranks timed out in collectives of different sizes ({desc}): "
+                     "they issued different collectives", {"divergent_code_path": 0.8, "uneven_data": 0.4},
+                     confidence=0.8, lead=lead.drop("n_in", "n_out", "seq", "pg"))

@@ -39,7 +39,8 @@ PLAYBOOK = declare(
                "preemption_exit", "process_killed", "py_spy_dump", "python_traceback", "shell_signal_exit",
                "slurm_job_cancelled", "slurm_task_failed", "torchrun_child_failed", "torchrun_child_failed_report",
                "torchrun_closing_worker", "torchrun_death_signal", "torchrun_worker_signal", "fatal_python_error", "faulthandler_frame", "faulthandler_thread",
-               "checkpoint_saved", "dist_member_init", "log_end", "torch_extension_lock", "torch_extensions_root"),
+               "checkpoint_saved", "dist_member_init", "log_end", "torch_extension_lock", "torch_extensions_root",
+               "python_stack", "interrupt_echo", "process_exit_traceback"),
         causes=(
             Cause("collective_deadlock", "The rank is blocked in a collective the others never issued (or issued differently)",
                   verify="py-spy dump --pid <pid> on the stuck rank; TORCH_NCCL_DUMP_ON_TIMEOUT=1 flight recorder",
@@ -92,7 +93,12 @@ advanced (`0/N [00:00<?, ?it/s]`) after an earlier loop finished and saved a che
 the last line proves it); a log whose last line is a process-group start-up line (DeepSpeed's
 `Initializing TorchBackend in DeepSpeed with backend nccl` / `cdb=None`, torch's `Added key:
 store_based_barrier_key:1 to store for rank: 0` or `Waiting in store based barrier …`, torchrun's `[default]
-Rendezvous'ing worker group`) with no error in the run (low: a paste may just stop there).
+Rendezvous'ing worker group`) with no error in the run (low: a paste may just stop there); a log that stops on a
+later line of the JIT build (`Emitting ninja build file …`, `Building extension module X...`, `Loading extension module
+X...`) with no error in the run (low); a Ctrl-C traceback whose innermost frame is a blocking wait (a queue get, a poll,
+a lock, a join, a collective), or a log that ends in such a stack with no exception line (low: an interrupt alone proves
+no hang); a `^C` after which worker processes print their `Process <name>:` tracebacks and no traceback shows work under
+way (low).
 
 ## Why it matters
 Hung jobs burn GPU hours until someone notices; the rank that stopped first is where to look.
@@ -110,7 +116,8 @@ the stop is the scheduler's, not a failure of the run; srun's `task N: Terminate
 that follow are its consequence. A log whose extensions-root line is followed by anything (the build,
 `Loading extension module`, training), a restart that prints every rank twice, and a paste that ends on a
 fresh progress bar with no finished loop before it are no finding; nor are start-up lines followed by
-anything (most DeepSpeed logs print them and go on), or Lightning's registration lines of every member.
+anything (most DeepSpeed logs print them and go on), or Lightning's registration lines of every member. A Ctrl-C
+whose tracebacks show work (a forward, a worker's `__getitem__`) is an ordinary interrupt and no finding.
 """,
     )
 )

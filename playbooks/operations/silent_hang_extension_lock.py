@@ -1,4 +1,4 @@
-"""silent-hang from a log that stops at a JIT extension build's start (the build waits on a stale lock file)."""
+"""silent-hang from a log that stops inside a JIT extension build or load (it waits on a stale lock file)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from forensics.contracts.model import Detection, Severity
 # directory's lock), and a project's own warning that the `lock` file is already there.
 BUILD_CODES = ("torch_extensions_root", "torch_extension_lock")
 # The log's last line is one of those, or StyleGAN's `Setting up PyTorch plugin "<name>"...` with no `Done.` after it
-# (an `at_end` signature: parsers/signatures.toml, form extension_build).
+# (an `at_end` signature: parsers/signatures.toml, form extension_build); or a later line of the same build sequence
+# (`Emitting ninja build file`, `Building extension module X...`, `Loading extension module X...`: step build_or_load).
 END_CODES = ("log_end",)
+ERROR_SEVERITIES = ("error",)
 
 
 @PLAYBOOK.detector(("events",))
@@ -25,11 +27,14 @@ def detect_extension_lock(ctx: Context, th: dict) -> Detection | None:
 
     A healthy load goes on (`Emitting ninja build file`, `Loading extension module X...`, `... Done.`, the first steps),
     so the same line anywhere but at the end is nothing. With the lock warning the cause is in the log (high); with the
-    root or plugin line alone the end of the log is the only proof (medium).
+    root or plugin line alone the end of the log is the only proof (medium). A later line of the sequence as the last
+    line is reported apart (`_stopped_in_build_or_load`).
     """
     stop = events(ctx, END_CODES).filter(field("form") == "extension_build")
     if stop.height == 0:
         return None
+    if stop.filter(field("step") == "build_or_load").height:
+        return _stopped_in_build_or_load(ctx, stop)
     files = stop.get_column("file").cast(pl.String).implode()
     ev = events(ctx, BUILD_CODES).filter(pl.col("file").cast(pl.String).is_in(files))
     lock = ev.filter(pl.col("code") == "torch_extension_lock")
@@ -46,3 +51,24 @@ def detect_extension_lock(ctx: Context, th: dict) -> Detection | None:
                      {"stale_build_lock": 0.9}, confidence=0.75 if lock.height else 0.6,
                      severity=None if lock.height else Severity.MEDIUM,
                      lead=lock if lock.height else None)
+
+
+def _stopped_in_build_or_load(ctx: Context, stop: pl.DataFrame) -> Detection | None:
+    """The log's last line is a later line of the same JIT sequence (`Emitting ninja build file …`, `Building extension
+    module X...`, `Allowing ninja …`, `Loading extension module X...`): the build or the import of the built library
+    never returned.
+
+    Low: a compile may still be running when a paste is taken, and a program may send its output elsewhere right after
+    the load (Matrix-ASC/DeLA#14). An error anywhere in the run means it crashed, and its playbook says why.
+    """
+    if ctx.events.filter(pl.col("severity").is_in(ERROR_SEVERITIES)).height:
+        return None
+    last = stop.row(0, named=True)
+    files = stop.get_column("file").cast(pl.String).implode()
+    root = events(ctx, BUILD_CODES).filter(pl.col("file").cast(pl.String).is_in(files)).select(field("root").alias("r"))
+    root = root.get_column("r").drop_nulls()
+    where = f"the extension's folder under {root[0]}" if root.len() else "the torch_extensions cache (~/.cache/torch_extensions)"
+    return detection(stop, "the log stops inside torch.utils.cpp_extension's JIT build/load (" + str(last["message"])[:120] +
+                           ") with nothing after it: the build or the import of the built library never returned (a "
+                           f"stale `lock` or half-written build in {where}; delete it and rerun)",
+                     {"stale_build_lock": 0.9}, confidence=0.4, severity=Severity.LOW)
