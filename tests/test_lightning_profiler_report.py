@@ -57,7 +57,7 @@ HEALTHY_DDP = report([
 # lag-llama#51 as pasted: the header turned into a Markdown table, rows with and without their leading `|`.
 LAG_LLAMA = """Action |  Mean duration (s) |  Num calls |  Total time (s) |  Percentage %
 --- | --- | --- | --- | ---
-Total |  - |  1397 |  99.734 |  100 % 
+Total |  - |  1397 |  99.734 |  100 %
 run_training_epoch |  91.657                |  1                    |  91.657               |  91.901               |
 [_TrainingEpochLoop].train_dataloader_next |  5.2931                |  16                   |  84.689               |  84.915               |
 [_EvaluationLoop].val_next |  0.246                 |  19                   |  4.674                |  4.6865               |
