@@ -16,8 +16,7 @@ from __future__ import annotations
 import re
 
 import polars as pl
-
-from forensics.contracts import tables as T
+from forensics.parsers.profile_table import counters_of
 
 SOURCE = "lightning_profiler"
 # Header title -> measure name; a table is read only when its header has the Action, mean and total columns.
@@ -83,9 +82,4 @@ def from_log(frame: pl.DataFrame, state: dict) -> None:
 
 def log_tables(state: dict, rel: str, rank: int | None) -> dict:
     """The collected report rows as a counters table (empty dict when the log had none)."""
-    rows = state.get("lightning_profile")
-    if not rows:
-        return {}
-    df = pl.DataFrame(rows, schema={"line": pl.Int64, "name": pl.String, "series": pl.String, "value": pl.Float64})
-    df = df.with_columns(pl.lit(rel).alias("file"), pl.lit(SOURCE).alias("source"), pl.lit(rank, dtype=pl.Int32).alias("rank"))
-    return {"counters": T.conform("counters", df.to_arrow())}
+    return counters_of(state.get("lightning_profile"), rel, SOURCE, rank)
