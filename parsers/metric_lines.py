@@ -144,10 +144,27 @@ def extract(cand: pl.DataFrame, state: dict) -> pl.DataFrame:
     if not parts:
         return pl.DataFrame(schema=SCHEMA)
     # One alias table for every grammar: `grdn` -> grad_norm, `data_s` -> data_time_ms (x1000), ...
-    rows = apply_aliases(pl.concat(parts))
+    rows = _without_rounded_zero_lr(apply_aliases(pl.concat(parts)), df)
     # `_i` is the row number in `df`: its line, segment, rank and stamp are gathered, not joined.
     meta = df.select("line", "seg", "rank", "ts").gather(rows.get_column("_i"))
     return pl.concat([meta, rows.select("step", "name", "value", "source")], how="horizontal").select(list(SCHEMA)).cast(SCHEMA)
+
+
+# An LR printed as zero with 2-5 decimals (`lr:0.0000`, `actor/lr:0.000`): a decayed LR rounded by the print format
+# (argusswift/YOLOv4-pytorch#91: `lr:0.0000` late in a decay, answered "use {:06f}"), so it says only that the LR is
+# below half a unit of its last digit. `0`, `0.0` (Python's repr of an exact zero), 6+ decimals and scientific
+# notation (`0.000E+00`) are read as zero.
+_ROUNDED_ZERO_LR = r"(?i)(?:^|[^a-z])(?:lr|learning[ _-]?rate)[\w/@.-]*['\"]?\s*[:=]?\s*\[?\s*0\.0{2,5}(?:[^\d.e]|$)"
+
+
+def _without_rounded_zero_lr(rows: pl.DataFrame, df: pl.DataFrame) -> pl.DataFrame:
+    """Drop `lr` rows whose zero is a rounding of the print format: it is no value of the LR."""
+    zero = (rows.get_column("name") == "lr") & (rows.get_column("value") == 0)
+    if not zero.any():
+        return rows
+    msg = df.get_column("msg").gather(rows.get_column("_i").filter(zero))
+    rounded = pl.Series(np.zeros(rows.height, dtype=bool)).scatter(zero.arg_true(), msg.str.contains(_ROUNDED_ZERO_LR))
+    return rows.filter(~rounded)
 
 
 def _unescape_pipes(df: pl.DataFrame) -> pl.DataFrame:

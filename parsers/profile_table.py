@@ -136,9 +136,13 @@ def from_log(frame: pl.DataFrame, state: dict) -> None:
 
 def log_tables(state: dict, rel: str, rank: int | None) -> dict:
     """The collected profile rows as a counters table (empty dict when the log had none)."""
-    rows = state.get("profile_table")
+    return counters_of(state.get("profile_table"), rel, SOURCE, rank)
+
+
+def counters_of(rows: list[dict] | None, rel: str, source: str, rank: int | None) -> dict:
+    """Summary rows (line, name, series, value) of one log as its counters table; empty dict for none."""
     if not rows:
         return {}
     df = pl.DataFrame(rows, schema={"line": pl.Int64, "name": pl.String, "series": pl.String, "value": pl.Float64})
-    df = df.with_columns(pl.lit(rel).alias("file"), pl.lit(SOURCE).alias("source"), pl.lit(rank, dtype=pl.Int32).alias("rank"))
+    df = df.with_columns(pl.lit(rel).alias("file"), pl.lit(source).alias("source"), pl.lit(rank, dtype=pl.Int32).alias("rank"))
     return {"counters": T.conform("counters", df.to_arrow())}

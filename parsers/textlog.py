@@ -19,6 +19,7 @@ from forensics.parsers import (
     blocks,
     followups,
     free_table,
+    lightning_profile,
     metric_columns,
     metric_lines,
     nvsmi_table,
@@ -260,6 +261,7 @@ def _read(src, year: int, out: _Output) -> tuple[ReadStats, dict]:
     for frame in iter_frames(src, stats=stats):
         tails = _last_lines(frame, out.starts, tails)
         profile_table.from_log(frame, state)  # prof.key_averages().table() printouts -> counters
+        lightning_profile.from_log(frame, state)  # Lightning SimpleProfiler reports -> counters
         # Column tables (a header row, then bare numbers): their rows hold no needle, so the whole frame is read.
         cols = metric_columns.from_log(frame, state)
         # `free` tables (host memory samples): their rows hold no needle either.
@@ -290,6 +292,14 @@ def _read(src, year: int, out: _Output) -> tuple[ReadStats, dict]:
     return stats, state
 
 
+def _counters(state: dict, rel: str, rank: int | None) -> dict:
+    """The profiler summaries read from the log (key_averages tables, Lightning reports) as one counters table."""
+    parts = [t["counters"] for t in (profile_table.log_tables(state, rel, rank), lightning_profile.log_tables(state, rel, rank)) if t]
+    if not parts:
+        return {}
+    return {"counters": parts[0] if len(parts) == 1 else pa.concat_tables(parts)}
+
+
 def parse(src, sn: Sniffed) -> ParseResult:
     """Parse one text log into events and metrics."""
     year = _year_of(src, sn.text if sn is not None else "")
@@ -300,7 +310,7 @@ def parse(src, sn: Sniffed) -> ParseResult:
     result.tables["metrics"] = out.metrics.table()
     result.tables["events"] = out.events.table()
     result.tables.update(nvsmi_table.log_tables(state, src.rel))
-    result.tables.update(profile_table.log_tables(state, src.rel, file_rank))
+    result.tables.update(_counters(state, src.rel, file_rank))
     left_out = out.problems()
     problems = stats.problems() + left_out + list(src.problems)
     if problems:
@@ -347,7 +357,7 @@ def parse_many(logs: list[tuple[str, bytes]], year: int) -> tuple[dict[str, pa.T
     out = _Output("", None, first, ranks)
     _, state = _read(_Joined(b"".join(parts)), year, out)
     tables = {"metrics": out.metrics.table(), "events": out.events.table(), **nvsmi_table.log_tables(state, ""),
-              **profile_table.log_tables(state, "", None)}
+              **_counters(state, "", None)}
     rows = np.zeros(len(logs), dtype=np.int64)
     rels = pa.array([rel for rel, _ in logs], pa.string())
     for name, table in tables.items():

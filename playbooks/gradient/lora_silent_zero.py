@@ -10,8 +10,9 @@ from forensics.playbooks.evidence import events
 from forensics.contracts.context import Context, event_count, evidence_rows
 from forensics.contracts.model import Cause, Detection, Severity
 
-LORA_GRAD = r"lora.*grad|grad.*lora"
-LORA_WEIGHT = r"lora"
+# `lora` as a word start: `rollout/exploration_rate` (SB3 DQN's epsilon, flat at its floor by design) holds the letters too.
+LORA_GRAD = r"(^|[^a-z])lora.*grad|grad.*[^a-z]lora"
+LORA_WEIGHT = r"(^|[^a-z])lora"
 # A dump of per-module values after training (rows are modules, not steps): judged by lora_silent_zero_dump.
 DUMP = "lora_up_dump"
 

@@ -11,6 +11,14 @@ from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.contracts.context import Context
 from forensics.contracts.model import Cause, Detection, Severity
 
+# Metrics only reinforcement-learning loops log (SB3 `train/policy_gradient_loss`, `train/value_loss`, `train/approx_kl`,
+# `rollout/ep_rew_mean`, DQN's `rollout/exploration_rate`; openai baselines `policy_loss`/`value_loss`; verl
+# `actor/pg_loss`, `critic/vf_loss`): there the logged loss is a surrogate objective whose targets move with the policy
+# (PPO's clipped objective plus value and entropy terms, DQN's TD loss), not a quantity that falls as the agent learns,
+# so a flat one says nothing; the run is judged by its rewards (stable-baselines3 docs/common/logger.rst, "Explanation
+# of logger output", DLR-RM/stable-baselines3#803).
+RL_METRICS = r"(^|/)(policy_gradient_loss|policy_loss|pg_loss|value_loss|vf_loss|approx_kl|ep_rew_mean|ep_len_mean|exploration_rate)$"
+
 PLAYBOOK = declare(
     Playbook(
         id="loss-stagnation",
@@ -71,6 +79,8 @@ smoothed loss stays within the flat band. An LR of 0 throughout makes `lr_zero` 
 other playbooks (LoRA, vanishing gradient, clipping, loss-scale runaway) explain it when they fire.
 
 ## Known false positives
+A reinforcement-learning loss (the run logs policy-gradient/value losses, approx_kl or episode rewards: SB3,
+baselines, verl) is a surrogate whose targets move with the policy: its flat stretch is not judged.
 A loss that fell and then flattened has converged: the 10%-progress rule keeps it quiet unless the
 level is ln(V). A loss and an accuracy that repeat exactly, as printed, over the last 5+ logged points (`loss: 4.4380 - acc: 0.7247`
 every epoch) mean no weight changed: reported whatever the number of steps, unless the accuracy is at its ceiling
@@ -90,7 +100,7 @@ that starts mid-run) has no start to measure progress from: only ln(V) is judged
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Flat tail with no progress since the start, or flat at ln(V)."""
     s = M.series(ctx, M.LOSS, finite=True)
-    if s.height == 0:
+    if s.height == 0 or M.names_like(ctx, RL_METRICS):
         return None
     ranks = s.get_column("rank").drop_nulls()
     if ranks.len():

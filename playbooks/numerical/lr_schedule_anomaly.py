@@ -59,6 +59,8 @@ PLAYBOOK = declare(
             "stair_min_levels": Threshold(3, "flat LR levels needed for a staircase", "ours"),
             "stair_min_points": Threshold(3, "logged points per level of a staircase", "ours"),
             "stair_small_drop": Threshold(0.7, "every staircase drop keeps more than this share of the LR (StepLR's x0.1/x0.5 drops are planned)", "ours"),
+            "zero_min_points": Threshold(2, "logged points, all exactly 0, for an LR at zero from the start while the loss moves", "ours; issue 13 (decide on a few points when blatant)"),
+            "zero_stagnation_points": Threshold(8, "loss points from which a zero LR throughout is left to loss-stagnation (its min_points)", "loss-stagnation min_points"),
             "const_min_points": Threshold(5, "logged points an LR must hold its peak, to the end, under a configured decaying schedule", "ours; issue 13"),
         },
         doc="""\
@@ -80,8 +82,11 @@ A wrong schedule trains at the wrong LR for most of the run without any error.
 
 ## Evidence
 `metrics` `lr` (HF `learning_rate`, Megatron `learning rate`, DeepSpeed `lr=[...]`, MetricLogger
-`lr:`, plain loops). An LR that is 0 from the first to the last logged point is a configuration
-value, not a schedule: `loss-stagnation` reports it (cause `lr_zero`).
+`lr:`, plain loops). An LR that is 0 from the first to the last logged point over a long run is
+reported by `loss-stagnation` (cause `lr_zero`) when the loss is flat; over a short paste (2+ points, fewer than 8
+loss points) with a loss that still changes it is reported here (an LR decayed to 0 from the first print on).
+An LR printed as zero with 2-5 decimals (`lr:0.0000`) is a rounding of the print format and is not read as 0;
+`0`, `0.0`, 6+ decimals (`0.00000000`) and scientific notation (`0.000E+00`) are.
 
 ## Known false positives
 Cosine with warm restarts (SGDR) and cyclic/one-cycle schedules rise after decaying by design.
@@ -99,10 +104,10 @@ stretch of a long schedule can look constant while it decays: the rule needs the
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Anomalies of the LR series' shape, the earliest first."""
     s = M.series(ctx, M.LR, finite=True)
+    if s.height >= th["zero_min_points"] and float(s.get_column("value").abs().max()) == 0.0:
+        return _zero_throughout(ctx, s, th)
     if s.height < 3:
         return None
-    if float(s.get_column("value").abs().max()) == 0.0:
-        return None  # a zero LR throughout: loss-stagnation's lr_zero
     early = _zero_early(ctx, s, th)
     if early is not None:
         return early
@@ -133,6 +138,21 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         confidence=0.85,
         facts={"anomalies": [a.kind for a in found], "onset_step": first.step, **{f"{first.kind}_{k}": v for k, v in first.numbers.items()}},
     )
+
+
+def _zero_throughout(ctx: Context, s: pl.DataFrame, th: dict) -> Detection | None:
+    """An LR read as exactly 0 at every logged point while the loss moves: the optimizer steps change nothing. A long
+    flat loss is left to loss-stagnation (cause lr_zero); rounded zeros (`lr:0.0000`) never reach here (metric_lines)."""
+    loss = M.series(ctx, M.LOSS, finite=True)
+    if loss.height < th["zero_min_points"] or loss.get_column("value").n_unique() < 2:
+        return None
+    if loss.height >= th["zero_stagnation_points"]:
+        return None  # enough points for loss-stagnation to judge the loss itself (lr_zero)
+    summary = (f"the LR reads 0 at all {s.height} logged points while the loss still changes "
+               f"({M.fmt(float(loss.item(0, 'value')))} -> {M.fmt(float(loss.item(-1, 'value')))}): no update moves the weights")
+    return Detection(summary=summary, onset=M.onset_at(s.row(0, named=True)), evidence=M.quote(s.head(2)), evidence_count=s.height,
+                     causes={"wrong_total_steps": 0.8, "scheduler_not_stepped": 0.3}, confidence=0.75,
+                     facts={"anomalies": ["zero_throughout"], "lr_points": s.height, "loss_points": loss.height})
 
 
 def _zero_early(ctx: Context, s: pl.DataFrame, th: dict) -> Detection | None:
