@@ -16,6 +16,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 from forensics.parsers import (
+    bare_columns,
     blocks,
     followups,
     free_table,
@@ -268,6 +269,13 @@ def _read(src, year: int, out: _Output) -> tuple[ReadStats, dict]:
         host = free_table.from_log(frame, state)
         if host.height:
             cols = pl.concat([cols.with_columns(pl.lit("columns").alias("source")), host], how="vertical_relaxed").sort("line")
+        # Headerless step/value lines (`76970 2.6265104`): only those no header table already read.
+        bare = bare_columns.from_log(frame)
+        if bare.height:
+            bare = bare.join(cols.select("line"), on="line", how="anti").with_columns(pl.lit("bare_columns").alias("source"))
+            if "source" not in cols.columns:
+                cols = cols.with_columns(pl.lit("columns").alias("source"))
+            cols = pl.concat([cols, bare], how="vertical_relaxed").sort("line")
         cand = candidates(frame, year)
         if cand.height == 0:
             if cols.height:

@@ -37,6 +37,7 @@ from forensics.parsers.metric_grammars import (
     scalers,
     semseg,
     speechbrain,
+    tf_od,
     timm,
     titan,
     torch_memory,
@@ -46,6 +47,8 @@ from forensics.parsers.metric_grammars import (
 from forensics.parsers.metric_grammars.common import Grammar
 
 GRAMMARS: list[Grammar] = [
+    # First: its dict lines open with `{'`, which the HF dict reader looks at too.
+    tf_od.GRAMMAR,
     hf.GRAMMAR,
     hf.METRICS_BLOCK_GRAMMAR,
     hf.WANDB_SUMMARY_GRAMMAR,

@@ -249,6 +249,9 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     # A note after the values (`loss: 2.31  <-- jumps here`, `# after warmup`) is no part of them. A numpy/JAX
     # scalar printed with its wrapper (`array([1.23], dtype=float32)`, `Array(5.3125, dtype=bfloat16)`) is its value.
     df = df.with_columns(pl.col("msg").str.replace(COMMENT, "").str.replace_all(ARRAY_SCALAR, "${1}"))
+    # A count printed before its name (`0 epoch,  152  batch, Discriminator  Loss:  11.18`) is read as `epoch 0, batch 152`,
+    # and words of one name spaced by hand (`Discriminator  Loss`) as one name.
+    df = df.with_columns(pl.col("msg").str.replace_all(COUNT_FIRST, "${1}${3} ${2},").str.replace_all(SPACED_NAME, "${1} ${2}"))
     kv = pairs(df, KV_PAIR)
     if kv.height == 0:
         return empty_rows()
@@ -305,6 +308,11 @@ OPEN = r"(?:\[\s*|[Aa]rray\(\[?\s*)?"
 # `←` too: hand-annotated trajectories (`step=220  loss=1.43  gnorm=7.7    ← BEST`, paiml/entrenar#274).
 COMMENT = r"\s+(?:<-+|←|#+)\s*[A-Za-z].*$"
 ACC_GATE = r"^(?:eval_|test_)?acc(?:uracy)?$"
+# DeblurGAN-tf's `'%d epoch, %d batch, Discriminator  Loss: %f'` ([OBS] LeeDoYup/DeblurGAN-tf#11): the count before its
+# name, then a comma (which keeps prose such as `after 5 epochs, the loss` out).
+COUNT_FIRST = r"(?i)(^|[\s,])(\d+)\s+(epoch|batch|iter|iteration|step),"
+# Two words of one name spaced by hand before a loss word (`Discriminator  Loss:`, `Generator  Loss:`).
+SPACED_NAME = r"(?i)\b([a-z]+) {2,}(loss\b)"
 # Also in brackets (`[TEST] Loss: 2.3440, Error: 8999/10000 (90%)`).
 EVAL_LINE = r"(?i)^\s*(?:\[(?:test|val|valid|validation|eval|evaluation)\]|(?:test|val|valid|validation|eval|evaluation)(?: set)?(?:\s*:| \d+ [a-z]))"
 SET_INDEX = r"(?i)^(?:test|val|valid|validation|eval|evaluation|dev) set$"

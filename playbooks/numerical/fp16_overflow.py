@@ -40,11 +40,14 @@ PLAYBOOK = declare(
             "skip_share": Threshold(0.2, "share of a window's points that are skipped steps, where only a skipped-steps counter is logged", "ours"),
             "calib_max_step": Threshold(1000, "step after which a leading run of halvings is never the start-up calibration", "ours; DeepSpeed/apex calibrate within the first tens of steps"),
             "min_scale": Threshold(1.0, "loss scale at or below which the scaler has collapsed to its floor", "DeepSpeed/Megatron min_loss_scale default 1 (formats.md §1.2, §1.3)"),
+            "calib_floor": Threshold(8.0, "a start-up run of halvings that ends at or below this scale, with no later scale above it, is a collapse, not a calibration",
+                                     "apex amp / torch GradScaler start at 2**16 and halve per overflow; at a scale of 8 the unscaled gradients already exceed 65504/8 (fp16 max), so the overflow is the values' own, not the scale's (apex#318, whai362/PVT#94: halvings to 0.03 and below; healthy calibrations settle at 2**10-2**15, LEEYOONHYUNG/BVAE-TTS#3, kenziyuliu/MS-G3D#9)"),
         },
         doc="""\
 ## Symptom
 After the start-up calibration (the leading run of consecutive halvings from a large initial scale,
-e.g. Megatron's 2**32, and never one that reaches the floor), the loss scale halves at least 5 times
+e.g. Megatron's 2**32, and never one that reaches the floor, nor one that ends at a scale of 8 or less and
+never grows back above it: at such a scale the gradients overflow fp16 by themselves), the loss scale halves at least 5 times
 within 50 logged points and ends them at least 16x lower than before, or falls to its floor (1.0),
 is below it (even a single logged value, such as fairseq's `loss_scale 0.000`), or overflows there at least 5 times; or a skipped-steps counter rises on at
 least 5 and 20% of 50 logged points; DeepSpeed/apex/fairseq/Colossal-AI overflow
@@ -116,6 +119,12 @@ def collapse(rows: pl.DataFrame, th: dict, scaled: bool = True, run_start: int |
     # ... and never down to the floor: halving all the way to a scale of 1 or below is the collapse itself.
     reaches_floor = scaled and first_run.height > 0 and bool(
         (first_run.get_column("value").drop_nulls() <= th["min_scale"]).any())
+    # ... nor down to a tiny scale that never grows back (apex halving 16384 -> 2 in the first 22 iterations): the
+    # dynamic scaler regrows after clean intervals, so a scale that stays at or below `calib_floor` has collapsed.
+    if scaled and first_run.height and bool(first_run.item(0, "down")) and not reaches_floor:
+        end = first_run.get_column("value").drop_nulls()
+        later = rows.filter(pl.col("_i") > first_run.item(-1, "_i")).get_column("value").drop_nulls()
+        reaches_floor = end.len() > 0 and float(end[-1]) <= th["calib_floor"] and not bool((later > th["calib_floor"]).any())
     if first_run.height and bool(first_run.item(0, "down")) and first_run.item(0, "_i") <= 1 and at_start \
             and not reaches_floor:
         calib = int(first_run.item(-1, "_i")) + 1

@@ -18,6 +18,8 @@ RERUN_CODES = ("megatron_unexpected_result",)
 RERUN_NONFINITE = r"Unexpected result -?(?:nan|inf)\b"
 # tensorboardX / torch.utils.tensorboard warn when a logged scalar is NaN/Inf, without naming the scalar.
 LOGGED_CODES = ("nonfinite_logged_value",)
+# Evaluation losses (`val_loss`, `test val_loss` -> test_loss, `eval_loss`): read only when every one is non-finite.
+EVAL_LOSS = r"^(?:eval|val|valid|validation|test|dev)_(?:\w*_)?loss$"
 
 PLAYBOOK = declare(
     Playbook(
@@ -50,6 +52,7 @@ PLAYBOOK = declare(
             "incident_points": Threshold(3, "consecutive non-finite points that make an incident (high severity); a single one is medium", "PLAYBOOKS.md nan-loss (three in a row is an incident)"),
             "buildup_window": Threshold(20, "finite points before the onset examined for a build-up", "ours"),
             "buildup_factor": Threshold(3, "max of the last points before the onset over the window median that counts as a build-up", "ours"),
+            "eval_points": Threshold(2, "evaluations whose loss is NaN/Inf, every one of them, that make a NaN evaluation loss (medium)", "ours; a single NaN evaluation that later turns finite is a transient, not a broken model"),
             "masked_grad_points": Threshold(3, "consecutive NaN grad norms that stand for a NaN loss when the logger masks the loss (HF logging_nan_inf_filter)", "ours; formats.md §1.1 NaN masking"),
         },
         doc="""\
@@ -77,7 +80,9 @@ means divergence, overflow messages or a falling loss scale mean fp16 overflow.
 An `inf` grad norm on an fp16 step that the scaler skipped is normal and not a NaN loss; only NaN
 grad norms (or a non-finite loss) count. TensorBoard's `NaN or Inf found in input tensor.` does not
 name the scalar: when the logged loss stays finite it was another value, and nothing is reported.
-Megatron's `Unexpected result` for a spiky (finite) loss is not a NaN. Evaluation metrics are not the training loss.
+Megatron's `Unexpected result` for a spiky (finite) loss is not a NaN. Evaluation metrics are not the training loss:
+an evaluation loss counts only when it is NaN/Inf at every evaluation (two or more) while nothing else is, and then
+at medium (a single NaN evaluation that later turns finite stays quiet).
 """,
     )
 )
@@ -101,7 +106,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     ev = combine(events(ctx, RERUN_CODES, text=RERUN_NONFINITE), events(ctx, NAN_CODES))
     logged = events(ctx, LOGGED_CODES)
     if hit is None and ev.height == 0:
-        return _from_logged(logged, loss) if logged.height else None
+        return (_from_logged(logged, loss) if logged.height else None) or _eval_nan(ctx, th)
     if hit is None:
         return _from_events(ev, th)
     rank = hit.rank
@@ -182,6 +187,30 @@ def _megatron_counter(ctx: Context) -> M.ts.Onset | None:
     if c.height == 0:
         return None
     return M.ts.onset(c.with_columns(pl.col("value").diff().over("rank").alias("_d")), pl.col("_d") > 0, 1)
+
+
+def _eval_nan(ctx: Context, th: dict) -> Detection | None:
+    """An evaluation loss that is NaN/Inf at every evaluation (at least `eval_points`) while no training loss is:
+    the model (or the evaluation path) gives NaN on held-out data from the start. Medium: the training loss, which
+    the other rules read, is finite, so the cause may be the evaluation code rather than the weights."""
+    for name in M.names_like(ctx, EVAL_LOSS, exclude=r"loss_scale"):
+        s = M.series(ctx, name)
+        if s.height < th["eval_points"] or bool(s.get_column("value").is_finite().any()):
+            continue
+        first = s.row(0, named=True)
+        train = M.series(ctx, M.LOSS, finite=True)
+        beside = f" while the training loss stays finite ({train.height} finite points)" if train.height else ""
+        return Detection(
+            summary=f"{name} is {first['value']} at every one of {s.height} evaluations{beside}: the model gives NaN on held-out data",
+            onset=M.onset_at(first),
+            evidence=M.quote(s.head(4)) + M.quote(train.head(2)),
+            evidence_count=s.height,
+            causes={"bad_batch": 0.5, "log_or_div_zero": 0.6},
+            confidence=0.7,
+            severity=Severity.MEDIUM,
+            facts={"onset_step": first.get("step"), "nonfinite_points": s.height, "signal": name},
+        )
+    return None
 
 
 def _from_logged(logged: pl.DataFrame, loss: pl.DataFrame) -> Detection | None:
