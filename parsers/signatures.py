@@ -245,7 +245,8 @@ def _resolve(events: pl.DataFrame) -> pl.DataFrame:
     fallback = events.filter(pl.col("_fallback") & (pl.col("severity") != "advice")).join(specific, on=key, how="anti")
     advice = events.filter(pl.col("severity") == "advice").join(non_advice, on=key, how="anti")
     kept = events.filter(~pl.col("_fallback") & (pl.col("severity") != "advice"))
-    return pl.concat([kept, fallback, advice]).sort("line", "seg")
+    # Stable: events of one line keep the signature table's order (a plain sort breaks ties differently per run).
+    return pl.concat([kept, fallback, advice]).sort("line", "seg", maintain_order=True)
 
 
 def extract(cand: pl.DataFrame) -> pl.DataFrame:
@@ -272,6 +273,7 @@ def extract(cand: pl.DataFrame) -> pl.DataFrame:
         .join(pairs, on="_n")
         .select("_i", "_sig")
         .unique()
+        .sort("_sig", "_i")  # table order, so one line's events come out in the same order on every run
     )
     sigs = load()
     parts = []

@@ -76,12 +76,9 @@ STILL_MISSED: dict[str, str] = {
     "osvos_tensorflow_24_nonbinary_labels_loss_nan": "numerical: want bad-input-data, got nan-loss (a 2.3e11 loss then NaN, no sign of the labels in the paste: a too-high LR reads the same; the maintainer named both)",
     "nvcaffe_499_ssd_fp16_mbox_loss_inf": "numerical: want fp16-overflow, got nan-loss (the paste never names a float16 type; NVCaffe's adaptive global grad scale `gs` alone does not prove an fp16 run)",
     "gluoncv_506_ssd_4032x3024_images_num_workers0_gpu_idle": "perf: want dataloader-bottleneck, got none",
-    "hawp_5_segfault_cuda8": "short-paste: want driver-runtime-mismatch, got unclassified-failure",
-    "paddle_26892_gpu_oom_reduce_batch": "short-paste: want cuda-oom, got none",
-    "dekr_18_nccl_system_error_docker_ipc": "short-paste: want host-memory-exhaustion, got nccl-timeout",
-    "dataset-distillation_11_loss_became_nan": "short-paste: want nan-loss, got unclassified-failure",
-    "pytorch-deeplab-resnet_14_label_gt_max_label_device_assert": "crash: want bad-input-data, got device-assert",
-    "darknet_5866_yolov4_cuda_oom_subdivisions": "crash: want cuda-oom, got unclassified-failure",
+    "hawp_5_segfault_cuda8": "short-paste: want driver-runtime-mismatch, got unclassified-failure (a bare `Segmentation fault (core dumped)`: the CUDA 8 toolkit the fix replaced is named only in the thread)",
+    "dekr_18_nccl_system_error_docker_ipc": "short-paste: want host-memory-exhaustion, got nccl-timeout (a lone `unhandled system error` with no NCCL WARN line: as belle_136, threads resolve it as shm, the socket interface or a graph file)",
+    "pytorch-deeplab-resnet_14_label_gt_max_label_device_assert": "crash: want bad-input-data, got device-assert (a THC device-side assert surfacing at a later copy, with no index-bound assert line: as drn_9, the label cause is only in the thread)",
 }
 
 
