@@ -61,6 +61,15 @@ class Run:
             self.frames[name] = df
         return self.frames[name].lazy()
 
+    def metrics_named(self, names: list[str]) -> pl.LazyFrame:
+        """The metrics rows whose name is one of `names`, in table order (a cached run reads only theirs)."""
+        return self.scan("metrics").filter(pl.col("name").is_in(names))
+
+    def metric_names(self) -> set[str]:
+        """The metric names present (nulls excluded)."""
+        return set(self.scan("metrics").select(pl.col("name").unique().drop_nulls().cast(pl.String)).collect()
+                   .get_column("name").to_list())
+
     def batches(self, name: str) -> Iterator[pa.Table]:
         """The table of `name` part by part, in file order, each cast to its schema, without
         assembling it: a consumer that streams (the Parquet writer, a row count) keeps one part in

@@ -36,6 +36,15 @@ class Run(Protocol):
 
     def num_rows(self, name: str) -> int: ...
 
+    def metrics_named(self, names: list[str]) -> pl.LazyFrame:
+        """The metrics rows whose name is one of `names`, in table order (dictionary columns categorical):
+        a cached run reads only the row groups of those names."""
+        ...
+
+    def metric_names(self) -> set[str]:
+        """The metric names present (nulls excluded)."""
+        ...
+
 
 @dataclass
 class Context:
@@ -91,26 +100,27 @@ class Context:
     @property
     def metric_names(self) -> set[str]:
         """The metric names present (nulls excluded)."""
-        return self.memo(("metric_names",), lambda: set(
-            self._stored("metrics").select(pl.col("name").unique().drop_nulls().cast(pl.String)).collect()
-            .get_column("name").to_list()))
+        return self.memo(("metric_names",), self.run.metric_names)
 
     def metric_rows(self, names: str | list[str] | tuple[str, ...]) -> pl.DataFrame:
         """The metrics rows of some names, in table order, with plain-string columns: the same rows as
         `metrics.filter(name in names)` without turning the whole table into strings."""
         wanted = [names] if isinstance(names, str) else list(names)
-        return plain(self._stored("metrics").filter(pl.col("name").is_in(wanted)).collect())
+        return plain(self.run.metrics_named(wanted).collect())
 
-    def metrics_lazy(self) -> pl.LazyFrame:
+    def metrics_lazy(self, names: list[str] | tuple[str, ...] | None = None) -> pl.LazyFrame:
         """The metrics table as a lazy frame with categorical dictionary columns (for aggregations
-        over the whole table; `plain` what is kept)."""
-        return self._stored("metrics")
+        over the whole table; `plain` what is kept); with `names`, only the rows of those metric names
+        (read without scanning the others')."""
+        return self._stored("metrics") if names is None else self.run.metrics_named(list(names))
 
-    def metrics_select(self, *cols: str, where: pl.Expr | None = None, strings: bool = True) -> pl.DataFrame:
+    def metrics_select(self, *cols: str, where: pl.Expr | None = None, strings: bool = True,
+                       names: list[str] | tuple[str, ...] | None = None) -> pl.DataFrame:
         """Some columns of the metrics rows that satisfy `where`, in table order, with plain strings
         (what `metrics.filter(where).select(cols)` gives, for the rows and columns asked for only).
+        `names` keeps the rows of those metric names only, read without scanning the others'.
         With `strings=False` the dictionary columns stay categorical (cast what you keep with `plain`)."""
-        lf = self._stored("metrics")
+        lf = self._stored("metrics") if names is None else self.run.metrics_named(list(names))
         if where is not None:
             lf = lf.filter(where)
         df = lf.select(cols or pl.all()).collect()
