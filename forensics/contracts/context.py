@@ -45,6 +45,11 @@ class Run(Protocol):
         """The metric names present (nulls excluded)."""
         ...
 
+    def metric_lines(self) -> pl.LazyFrame:
+        """(file, line, ts, rank, step) of the metrics rows in table order, a row dropped when the one before it
+        says the same (one row per metrics line, several times fewer than the metrics rows)."""
+        ...
+
 
 @dataclass
 class Context:
@@ -113,6 +118,12 @@ class Context:
         over the whole table; `plain` what is kept); with `names`, only the rows of those metric names
         (read without scanning the others')."""
         return self._stored("metrics") if names is None else self.run.metrics_named(list(names))
+
+    def metric_lines(self) -> pl.LazyFrame:
+        """Where and when each metrics line was logged: (file, line, ts, rank, step), one row per line in table
+        order (file categorical), for questions about lines (the nearest time or step before a line, the rows at
+        a time, the last step) that do not need the values."""
+        return self.run.metric_lines()
 
     def metrics_select(self, *cols: str, where: pl.Expr | None = None, strings: bool = True,
                        names: list[str] | tuple[str, ...] | None = None) -> pl.DataFrame:

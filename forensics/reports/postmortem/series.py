@@ -103,10 +103,11 @@ def skipped_steps(ctx: Context) -> list[tuple[float, float, str]]:
 
 def _specs(ctx: Context) -> list[_Spec]:
     present = ctx.metric_names
-    ext = digest.extents(ctx).with_columns(pl.col("rank").fill_null(-1))
+    plots = [(key, title, sorted(n for n in present if MEMORY.match(n)) if names is None else [n for n in names if n in present])
+             for key, title, names in METRIC_PLOTS]
+    ext = digest.extents(ctx, [n for *_, wanted in plots for n in wanted]).with_columns(pl.col("rank").fill_null(-1))
     out = []
-    for key, title, names in METRIC_PLOTS:
-        wanted = sorted(n for n in present if MEMORY.match(n)) if names is None else [n for n in names if n in present]
+    for key, title, wanted in plots:
         e = ext.filter(pl.col("name").is_in(wanted))
         if e.height == 0:
             continue
