@@ -58,9 +58,11 @@ class Context:
     The metrics table of a big run has tens of millions of rows, more than memory should hold:
     detectors read it through `metric_names`, `metric_rows`, `metrics_select`, `metrics_lazy` and
     `memo` (one series per metric, shared by every playbook), which query the run's lazy frame
-    (a cached run's Parquet file: only the columns and rows asked for are read) and turn only
-    what is kept into plain strings. `table("metrics")` / `metrics` still give the whole table
-    with plain strings, for small runs and tests.
+    (a cached run's Parquet file: only the columns and rows asked for are read; a query for some metric
+    names reads the cache's copy grouped by name, so only their rows) and turn only what is kept into plain
+    strings. `metric_lines` answers questions about lines (where and when each was logged) from one row
+    per line. `table("metrics")` / `metrics` still give the whole table with plain strings, for small
+    runs and tests.
     """
 
     run: Run
