@@ -15,11 +15,15 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from forensics import __version__
+from forensics import __version__, byname, metric_lines
 from forensics.contracts import tables as T
 from forensics.ingest import Run
 
 MANIFEST = "manifest.json"
+# The metrics rows again, grouped by name (forensics/byname.py): series queries read only their metric's rows.
+METRICS_BY_NAME = "metrics_by_name.parquet"
+# One row per metrics line (forensics/metric_lines.py): questions about lines read several times fewer rows.
+METRIC_LINES = "metric_lines.parquet"
 
 
 @functools.cache
@@ -82,9 +86,15 @@ def save(run: Run, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for name in T.SCHEMAS:
         # Part by part: a big run's metrics never need to be in memory at once.
+        # The metrics again, as the views their queries read (by name, by line), from the same parts.
+        views = [byname.Writer(out / METRICS_BY_NAME), metric_lines.Writer(out / METRIC_LINES)] if name == "metrics" else []
         with pq.ParquetWriter(out / f"{name}.parquet", T.SCHEMAS[name], compression="zstd") as writer:
             for batch in run.batches(name):
                 writer.write_table(batch)
+                for view in views:
+                    view.write(batch)
+        for view in views:
+            view.close()
     manifest = {
         "forensics_version": __version__,
         "root": str(Path(run.root).resolve()),
@@ -125,6 +135,25 @@ class CachedRun(Run):
     def num_rows(self, name: str) -> int:
         return pq.ParquetFile(self._path(name)).metadata.num_rows
 
+    @functools.cached_property
+    def _by_name(self) -> byname.Reader:
+        return byname.Reader(self.folder / METRICS_BY_NAME)
+
+    def metrics_named(self, names: list[str]) -> pl.LazyFrame:
+        if "metrics" in self.tables:
+            return super().metrics_named(names)
+        return self._by_name.rows(names)
+
+    def metric_names(self) -> set[str]:
+        if "metrics" in self.tables:
+            return super().metric_names()
+        return self._by_name.names
+
+    def metric_lines(self) -> pl.LazyFrame:
+        if "metrics" in self.tables:
+            return super().metric_lines()
+        return pl.scan_parquet(self.folder / METRIC_LINES)
+
 
 def load(root: Path, cache_dir: Path) -> Run | None:
     """The cached run when the cache matches the current inputs, else None (its tables are read lazily)."""
@@ -140,6 +169,9 @@ def load(root: Path, cache_dir: Path) -> Run | None:
             # The schemas are checked now (a damaged or foreign file is found here); rows are read when asked.
             if pq.read_schema(run._path(name)).remove_metadata() != T.SCHEMAS[name].remove_metadata():
                 return None
+        run.metric_names()  # the by-name index is read (and checked) now too
+        if pq.read_schema(cache_dir / METRIC_LINES).remove_metadata() != metric_lines.SCHEMA:
+            return None
         return run
     except (OSError, ValueError, KeyError):
         return None  # a damaged cache is ignored, the run is parsed again

@@ -20,6 +20,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
+from forensics import metric_lines
 from forensics.contracts import tables as T
 from forensics.discover import discover
 from forensics.parsers import spool
@@ -60,6 +61,19 @@ class Run:
             assert isinstance(df, pl.DataFrame)
             self.frames[name] = df
         return self.frames[name].lazy()
+
+    def metrics_named(self, names: list[str]) -> pl.LazyFrame:
+        """The metrics rows whose name is one of `names`, in table order (a cached run reads only theirs)."""
+        return self.scan("metrics").filter(pl.col("name").is_in(names))
+
+    def metric_lines(self) -> pl.LazyFrame:
+        """One row per metrics line: (file, line, ts, rank, step) in table order (forensics/metric_lines.py)."""
+        return metric_lines.of(self.scan("metrics"))
+
+    def metric_names(self) -> set[str]:
+        """The metric names present (nulls excluded)."""
+        return set(self.scan("metrics").select(pl.col("name").unique().drop_nulls().cast(pl.String)).collect()
+                   .get_column("name").to_list())
 
     def batches(self, name: str) -> Iterator[pa.Table]:
         """The table of `name` part by part, in file order, each cast to its schema, without

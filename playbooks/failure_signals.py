@@ -88,7 +88,7 @@ def progress_after(ctx: Context, ev: pl.DataFrame) -> pl.Series:
     an event without one."""
     if ev.height == 0 or not ctx.has("metrics"):
         return pl.Series([False] * ev.height, dtype=pl.Boolean)
-    last = (ctx.metrics_lazy().group_by("file", "rank").agg(pl.col("line").max().alias("_own")).collect()
+    last = (ctx.metric_lines().group_by("file", "rank").agg(pl.col("line").max().alias("_own")).collect()
             .with_columns(pl.col("file").cast(pl.String)))
     rankless = last.filter(pl.col("rank").is_null()).select("file", pl.col("_own").alias("_rankless"))
     any_rank = last.group_by("file").agg(pl.col("_own").max().alias("_any"))

@@ -11,7 +11,7 @@ import datetime as dt
 
 import polars as pl
 
-from forensics.contracts.context import Context
+from forensics.contracts.context import Context, plain
 from forensics.contracts.model import Evidence, Onset
 
 STREAM = ["file", "source", "gpu"]
@@ -154,10 +154,8 @@ def time_of(ctx: Context, file: str, line: int) -> dt.datetime | None:
     """The time of a log line: its own, else that of the nearest earlier time-stamped row of the same file."""
     best = None
     for name in ("events", "metrics"):
-        t = ctx.table(name) if name == "events" else ctx.metrics_select("file", "line", "ts")
-        if t.height == 0:
-            continue
-        hit = t.filter((pl.col("file") == file) & (pl.col("line") <= line) & pl.col("ts").is_not_null())
+        near = (pl.col("file") == file) & (pl.col("line") <= line) & pl.col("ts").is_not_null()
+        hit = ctx.table(name).filter(near) if name == "events" else plain(ctx.metric_lines().filter(near).collect())
         if hit.height:
             cand = hit.sort("line").get_column("ts")[-1]
             best = cand if best is None or cand > best else best

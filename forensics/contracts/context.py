@@ -36,6 +36,20 @@ class Run(Protocol):
 
     def num_rows(self, name: str) -> int: ...
 
+    def metrics_named(self, names: list[str]) -> pl.LazyFrame:
+        """The metrics rows whose name is one of `names`, in table order (dictionary columns categorical):
+        a cached run reads only the row groups of those names."""
+        ...
+
+    def metric_names(self) -> set[str]:
+        """The metric names present (nulls excluded)."""
+        ...
+
+    def metric_lines(self) -> pl.LazyFrame:
+        """(file, line, ts, rank, step) of the metrics rows in table order, a row dropped when the one before it
+        says the same (one row per metrics line, several times fewer than the metrics rows)."""
+        ...
+
 
 @dataclass
 class Context:
@@ -44,9 +58,11 @@ class Context:
     The metrics table of a big run has tens of millions of rows, more than memory should hold:
     detectors read it through `metric_names`, `metric_rows`, `metrics_select`, `metrics_lazy` and
     `memo` (one series per metric, shared by every playbook), which query the run's lazy frame
-    (a cached run's Parquet file: only the columns and rows asked for are read) and turn only
-    what is kept into plain strings. `table("metrics")` / `metrics` still give the whole table
-    with plain strings, for small runs and tests.
+    (a cached run's Parquet file: only the columns and rows asked for are read; a query for some metric
+    names reads the cache's copy grouped by name, so only their rows) and turn only what is kept into plain
+    strings. `metric_lines` answers questions about lines (where and when each was logged) from one row
+    per line. `table("metrics")` / `metrics` still give the whole table with plain strings, for small
+    runs and tests.
     """
 
     run: Run
@@ -91,26 +107,33 @@ class Context:
     @property
     def metric_names(self) -> set[str]:
         """The metric names present (nulls excluded)."""
-        return self.memo(("metric_names",), lambda: set(
-            self._stored("metrics").select(pl.col("name").unique().drop_nulls().cast(pl.String)).collect()
-            .get_column("name").to_list()))
+        return self.memo(("metric_names",), self.run.metric_names)
 
     def metric_rows(self, names: str | list[str] | tuple[str, ...]) -> pl.DataFrame:
         """The metrics rows of some names, in table order, with plain-string columns: the same rows as
         `metrics.filter(name in names)` without turning the whole table into strings."""
         wanted = [names] if isinstance(names, str) else list(names)
-        return plain(self._stored("metrics").filter(pl.col("name").is_in(wanted)).collect())
+        return plain(self.run.metrics_named(wanted).collect())
 
-    def metrics_lazy(self) -> pl.LazyFrame:
+    def metrics_lazy(self, names: list[str] | tuple[str, ...] | None = None) -> pl.LazyFrame:
         """The metrics table as a lazy frame with categorical dictionary columns (for aggregations
-        over the whole table; `plain` what is kept)."""
-        return self._stored("metrics")
+        over the whole table; `plain` what is kept); with `names`, only the rows of those metric names
+        (read without scanning the others')."""
+        return self._stored("metrics") if names is None else self.run.metrics_named(list(names))
 
-    def metrics_select(self, *cols: str, where: pl.Expr | None = None, strings: bool = True) -> pl.DataFrame:
+    def metric_lines(self) -> pl.LazyFrame:
+        """Where and when each metrics line was logged: (file, line, ts, rank, step), one row per line in table
+        order (file categorical), for questions about lines (the nearest time or step before a line, the rows at
+        a time, the last step) that do not need the values."""
+        return self.run.metric_lines()
+
+    def metrics_select(self, *cols: str, where: pl.Expr | None = None, strings: bool = True,
+                       names: list[str] | tuple[str, ...] | None = None) -> pl.DataFrame:
         """Some columns of the metrics rows that satisfy `where`, in table order, with plain strings
         (what `metrics.filter(where).select(cols)` gives, for the rows and columns asked for only).
+        `names` keeps the rows of those metric names only, read without scanning the others'.
         With `strings=False` the dictionary columns stay categorical (cast what you keep with `plain`)."""
-        lf = self._stored("metrics")
+        lf = self._stored("metrics") if names is None else self.run.metrics_named(list(names))
         if where is not None:
             lf = lf.filter(where)
         df = lf.select(cols or pl.all()).collect()

@@ -25,11 +25,11 @@ def detect_negative_loss(ctx: Context, th: dict) -> Detection | None:
     losses = M.present(ctx, LOSSES)
     if not accs or not losses:
         return None
-    rows = ctx.metrics_select("file", "line", "ts", "rank", "step", "name", "value", where=pl.col("name").is_in(losses + accs))
+    rows = ctx.metrics_select("file", "line", "ts", "rank", "step", "name", "value", names=losses + accs)
     odd = M.names_like(ctx, NEGATIVE_OK)
     if odd:
         # A line that logs a term of a negative-by-design objective is not judged.
-        mixed = ctx.metrics_select("file", "line", where=pl.col("name").is_in(odd)).unique()
+        mixed = ctx.metrics_select("file", "line", names=odd).unique()
         rows = rows.join(mixed, on=["file", "line"], how="anti")
     neg = rows.filter(pl.col("name").is_in(losses) & (pl.col("value") < th["negative_loss_below"]))
     acc = rows.filter(pl.col("name").is_in(accs)).group_by("file", "line").agg(pl.col("value").first().alias("acc"))

@@ -183,7 +183,7 @@ def _silent_ranks(ctx: Context, timeouts: pl.DataFrame) -> list[int]:
     waited = set(ranks_of(timeouts))
     if not waited:
         return []
-    known = set(ranks_of(ctx.metrics_select("rank", where=pl.col("step").is_not_null()))) if ctx.has("metrics") else set()
+    known = set(ranks_of(ctx.metric_lines().filter(pl.col("step").is_not_null()).select("rank").collect())) if ctx.has("metrics") else set()
     # The launcher's account of the end (its report rows, the signals it sent) names every rank it
     # stopped, the straggler included: not an error of that rank's own.
     own = ctx.events.filter((pl.col("severity") == "error") & ~pl.col("code").is_in(list(LAUNCHER_CODES)))

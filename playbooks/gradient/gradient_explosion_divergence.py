@@ -22,7 +22,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if loss.height < th["div_min_after"] + 2 or g.height < 2:
         return None
     # A resumed or restarted loop (the step goes backwards) starts a new curve: no divergence of one run.
-    if M.ts.restarts(ctx.metrics_select("name", "step", "file", "line", "rank", where=pl.col("name").is_in(M.LOSS)), M.LOSS).height:
+    if M.ts.restarts(ctx.metrics_select("name", "step", "file", "line", "rank", names=M.LOSS), M.LOSS).height:
         return None
     v = loss.get_column("value")
     i = int(v.arg_min())

@@ -6,7 +6,7 @@ import polars as pl
 from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.fields import field, fmt_mib, size_mib
 
-from forensics.contracts.context import Context, event_count, evidence_rows, onset_of, sort_by_onset
+from forensics.contracts.context import Context, event_count, evidence_rows, onset_of, plain, sort_by_onset
 from forensics.contracts.model import Cause, Detection, Severity
 
 # Event codes of the signature table that are a device allocation failure.
@@ -246,7 +246,8 @@ def _recovered(ctx: Context, ev: pl.DataFrame) -> bool:
         caught |= (near.get_column("m") <= near.get_column("line") + RECOVERY_LINES).fill_null(False)
     # Only the OOM files' rows, a rank's rows for that rank's OOMs (a null rank for a null rank).
     oom_files = ooms.get_column("file").unique().to_list()
-    m = ctx.metrics_select("file", "line", "step", "rank", where=pl.col("step").is_not_null() & pl.col("file").is_in(oom_files))
+    m = plain(ctx.metric_lines().filter(pl.col("step").is_not_null() & pl.col("file").is_in(oom_files))
+              .select("file", "line", "step", "rank").collect())
     if m.height:
         # The highest step logged after each line of a (file, rank): a later step than the OOM's means it went on.
         top = (m.select("file", pl.col("rank").fill_null(-1).alias("_r"), pl.col("line").alias("m_line"), "step")

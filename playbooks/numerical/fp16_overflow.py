@@ -168,9 +168,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     # one is a halving (a scale series has no tqdm redraws to fold).
     have = M.present(ctx, M.LOSS_SCALE)
     scale = M.series(ctx, M.LOSS_SCALE, finite=True, dedupe=False) if have else M.series(ctx, M.LOSS_SCALE)
-    steps = ctx.metrics_select("step", where=pl.col("step").is_not_null()).get_column("step") if ctx.has("metrics") \
-        else pl.Series([], dtype=pl.Int64)
-    run_start = int(steps.min()) if steps.len() else None
+    first = ctx.metric_lines().select(pl.col("step").min()).collect().item() if ctx.has("metrics") else None
+    run_start = int(first) if first is not None else None
     if scale.height:
         candidates.append(("loss scale", _downs_from_scale(scale)))
     skipped = M.series(ctx, ("skipped_steps",), finite=True)

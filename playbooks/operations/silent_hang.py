@@ -168,7 +168,8 @@ def _stuck_frame(ctx: Context, dumps: pl.DataFrame) -> pl.DataFrame:
 def detect_stalled_rank(ctx: Context, th: dict) -> Detection | None:
     """A rank whose progress lines end long before the rest of the run's logs."""
     # Aggregated lazily over the stored table: a big run has millions of progress rows.
-    m = ctx.metrics_lazy().filter(pl.col("rank").is_not_null() & pl.col("step").is_not_null())
+    # The metrics lines (one row per progress line): what is asked is where and when each rank logged.
+    m = ctx.metric_lines().filter(pl.col("rank").is_not_null() & pl.col("step").is_not_null())
     size = m.select(pl.len().alias("n"), pl.col("rank").n_unique().alias("ranks"), pl.col("ts").max().alias("end")
                     ).collect(engine="streaming").row(0)
     if size[0] == 0 or size[1] < 2:
@@ -227,7 +228,7 @@ def detect_stalled_then_killed(ctx: Context, th: dict) -> Detection | None:
     if kill.height == 0:
         return None
     # Queried lazily: a big run has millions of progress rows, and only one per line is kept.
-    m = ctx.metrics_lazy().filter(pl.col("step").is_not_null() & pl.col("ts").is_not_null())
+    m = ctx.metric_lines().filter(pl.col("step").is_not_null() & pl.col("ts").is_not_null())
     killed_at = kill.get_column("ts").min()
     # slurmstepd's stamp is the cluster's local time: progress logged after it means the clocks disagree.
     if kill.row(0, named=True)["_from_at"] and m.filter(pl.col("ts") > killed_at).select(pl.len()).collect().item():
@@ -251,7 +252,9 @@ def detect_stalled_then_killed(ctx: Context, th: dict) -> Detection | None:
         return None
     last = progress.filter(pl.col("ts") == last_ts).row(0, named=True)
     last_step = int(progress.get_column("step").max())
-    rows = plain(m.filter((pl.col("file") == last["file"]) & (pl.col("line") == last["line"])).head(1).collect())
+    # The quoted row is a metrics row (its name and value stand for the line until the line's text is read).
+    rows = plain(ctx.metrics_lazy().filter((pl.col("file") == last["file"]) & (pl.col("line") == last["line"])
+                                           & pl.col("step").is_not_null() & (pl.col("ts") <= killed_at)).head(1).collect())
     k = kill.row(0, named=True)
     return Detection(
         summary=f"every rank stopped making progress at step {last_step} ({last_ts:%H:%M:%S}); nothing was logged for "

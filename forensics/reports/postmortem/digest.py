@@ -15,23 +15,36 @@ FINITE = pl.col("value").is_finite()
 SHIFT = 1 << 32
 
 
-def extents(ctx: Context) -> pl.DataFrame:
-    """Per (name, rank), from one streaming aggregation over the metrics: rows, finite rows, nulls of step and ts,
-    the first and last time stamp and the range of each x source."""
+def extents(ctx: Context, names: list[str]) -> pl.DataFrame:
+    """Per (name, rank) of some metric names, from one streaming aggregation over their rows only: rows, finite
+    rows, nulls of step and ts, the first and last time stamp and the range of each x source."""
 
     def compute() -> pl.DataFrame:
         aggs = [pl.len().alias("n"), FINITE.sum().alias("n_finite"), pl.col("step").null_count().alias("step_nulls"),
                 pl.col("ts").null_count().alias("ts_nulls"), pl.col("ts").min().alias("ts_min"), pl.col("ts").max().alias("ts_max")]
         for kind, x in X_SOURCES.items():
             aggs += [x.min().alias(f"{kind}_lo"), x.max().alias(f"{kind}_hi")]
-        return plain(ctx.metrics_lazy().group_by("name", "rank").agg(aggs).collect(engine="streaming"))
+        return plain(ctx.metrics_lazy(names).group_by("name", "rank").agg(aggs).collect(engine="streaming"))
 
-    return ctx.memo(("postmortem", "extents"), compute)
+    return ctx.memo(("postmortem", "extents", tuple(names)), compute)
+
+
+def rank_extents(ctx: Context) -> pl.DataFrame:
+    """Per rank, from the metrics lines (every metric at once): the first and last time stamp, lines without one,
+    and the last step."""
+
+    def compute() -> pl.DataFrame:
+        return (ctx.metric_lines().group_by("rank")
+                .agg(pl.col("ts").min().alias("ts_min"), pl.col("ts").max().alias("ts_max"),
+                     pl.col("ts").null_count().alias("ts_nulls"), pl.col("step").max().alias("step_hi"))
+                .collect(engine="streaming"))
+
+    return ctx.memo(("postmortem", "rank_extents"), compute)
 
 
 def rows_at_times(ctx: Context, times: list) -> pl.DataFrame:
-    """The metrics rows (rank, ts, step, file, line) stamped with one of a few times (a filter, nothing held)."""
-    return plain(ctx.metrics_lazy().filter(pl.col("ts").is_in(times)).select("rank", "ts", "step", "file", "line")
+    """The metrics lines (rank, ts, step, file, line) stamped with one of a few times (a filter, nothing held)."""
+    return plain(ctx.metric_lines().filter(pl.col("ts").is_in(times)).select("rank", "ts", "step", "file", "line")
                  .collect(engine="streaming"))
 
 
@@ -42,7 +55,7 @@ def _keyed(lf: pl.LazyFrame, files: list[str]) -> pl.LazyFrame:
 
 
 def around(ctx: Context, col: str, targets: pl.DataFrame) -> pl.DataFrame:
-    """For each target (file, line): the line and `col` of the metrics row with `col` set nearest at or before it
+    """For each target (file, line): the line and `col` of the metrics line with `col` set nearest at or before it
     (`back_line`, `back`) and at or after it (`fwd_line`, `fwd`) in the same file.
 
     One aggregation: each metrics row is placed between the sorted targets (a binary search) and only the
@@ -53,7 +66,7 @@ def around(ctx: Context, col: str, targets: pl.DataFrame) -> pl.DataFrame:
     if t.height == 0 or not ctx.has("metrics"):
         return empty.with_columns(pl.lit(None).alias("back"), pl.lit(None).alias("fwd")).drop("_key", "_j")
     keys = t.get_column("_key")
-    rows = _keyed(ctx.metrics_lazy().filter(pl.col(col).is_not_null() & pl.col("file").is_in(files))
+    rows = _keyed(ctx.metric_lines().filter(pl.col(col).is_not_null() & pl.col("file").is_in(files))
                   .select("file", "line", col), files)
     # Target j holds the rows in (key[j-1], key[j]] (side left) for looking back, [key[j-1], key[j]) (right) ahead.
     back = (rows.with_columns(pl.lit(keys).search_sorted(pl.col("_key"), side="left").alias("_j"))

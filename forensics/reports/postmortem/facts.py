@@ -14,7 +14,7 @@ from forensics.contracts.model import Onset, Severity
 from forensics.engine import Analysis, Finding
 from forensics.playbooks.evidence import ranks_text
 from forensics.reports.postmortem.checkpoints import Save, find_saves
-from forensics.reports.postmortem.digest import around, extents, rows_at_times
+from forensics.reports.postmortem.digest import around, rank_extents, rows_at_times
 
 # Events that end a wait on a peer that already failed (the time between the failure and these is lost).
 TIMEOUT_CODES = ("nccl_watchdog_timeout", "nccl_heartbeat_timeout", "store_timeout", "store_socket_timeout",
@@ -117,7 +117,7 @@ def run_span(ctx: Context) -> tuple[dt.datetime | None, dt.datetime | None]:
     """First and last time stamp of any metric or event row."""
     los, his = [], []
     if ctx.has("metrics"):
-        e = extents(ctx)
+        e = rank_extents(ctx)
         los.append(e.get_column("ts_min").min())
         his.append(e.get_column("ts_max").max())
     ev = ctx.table("events")
@@ -190,7 +190,7 @@ def gpu_count(ctx: Context) -> tuple[int | None, str]:
         return int(max(ws)), "world size in the profiler trace"
     ranks: set[int] = set()
     if ctx.has("metrics"):
-        ranks |= {r for r in extents(ctx).get_column("rank").to_list() if r is not None}
+        ranks |= {r for r in rank_extents(ctx).get_column("rank").to_list() if r is not None}
     ev = ctx.table("events")
     if ev.height:
         ranks |= {r for r in ev.get_column("rank").unique().to_list() if r is not None}
@@ -277,20 +277,20 @@ def _last_healthy(ctx: Context, ff: Onset, t_fail: dt.datetime | None) -> int | 
         # A failure after every metrics row (the usual crash at the end) is answered by the extents already
         # computed; otherwise aggregated lazily (the rows before a late failure are most of a big metrics table).
         if all_before:
-            got = extents(ctx).get_column("step_hi").max()
+            got = rank_extents(ctx).get_column("step_hi").max()
         else:
-            got = ctx.metrics_lazy().filter(where & pl.col("step").is_not_null()).select(pl.col("step").max()).collect().item()
+            got = ctx.metric_lines().filter(where & pl.col("step").is_not_null()).select(pl.col("step").max()).collect().item()
         return int(got) if got is not None else None
 
     if ff.step is not None:
         if ff.file and ctx.has("metrics"):
-            at = ctx.metrics_select("line", where=(pl.col("file") == ff.file) & (pl.col("line") == ff.line))
+            at = ctx.metric_lines().filter((pl.col("file") == ff.file) & (pl.col("line") == ff.line)).select("line").collect()
             if at.height:
-                top = extents(ctx).get_column("step_hi").max()
+                top = rank_extents(ctx).get_column("step_hi").max()
                 return max_step(pl.col("step") < ff.step, top is not None and top < ff.step)
         return int(ff.step)
     if t_fail is not None and ctx.has("metrics"):
-        e = extents(ctx)
+        e = rank_extents(ctx)
         # Rows without a time are outside `ts <= t_fail`: the shortcut holds only when every row has one.
         late = e.get_column("ts_max").max()
         return max_step(pl.col("ts") <= t_fail, e.get_column("ts_nulls").sum() == 0 and late is not None and late <= t_fail)
@@ -354,7 +354,7 @@ def lanes(ctx: Context, a: Analysis) -> list[Lane]:
 def _metric_ends(ctx: Context) -> pl.DataFrame:
     """Per rank, the first and last metrics row by time (by step when the logs carry no time): f_/l_ ts, step, file, line."""
     cols = ("ts", "step", "file", "line")
-    e = extents(ctx)
+    e = rank_extents(ctx)
     if e.get_column("ts_min").is_not_null().any():
         ends = e.group_by("rank").agg(pl.col("ts_min").min().alias("_a"), pl.col("ts_max").max().alias("_b"))
         # The rows at those times, read by a filter on a handful of values; a tie goes to the earliest line.
@@ -364,7 +364,7 @@ def _metric_ends(ctx: Context) -> pl.DataFrame:
         last = rows.filter(pl.col("ts") == pl.col("_b")).group_by("rank", maintain_order=True).first()
         return (first.select("rank", *[pl.col(c).alias(f"f_{c}") for c in cols])
                 .join(last.select("rank", *[pl.col(c).alias(f"l_{c}") for c in cols]), on="rank", how="left", nulls_equal=True))
-    lf = ctx.metrics_lazy().filter(pl.col("step").is_not_null())
+    lf = ctx.metric_lines().filter(pl.col("step").is_not_null())
     return plain(lf.group_by("rank").agg(*[pl.col(c).get(pl.col("step").arg_min()).alias(f"f_{c}") for c in cols],
                                          *[pl.col(c).get(pl.col("step").arg_max()).alias(f"l_{c}") for c in cols]).collect())
 

@@ -95,7 +95,7 @@ def skipped_steps(ctx: Context) -> list[tuple[float, float, str]]:
     """Steps the optimizer skipped (the `skipped_steps` counter went up), as spans of one step."""
     if "skipped_steps" not in ctx.metric_names:
         return []
-    s = (ctx.metrics_lazy().filter((pl.col("name") == "skipped_steps") & pl.col("step").is_not_null())
+    s = (ctx.metrics_lazy(["skipped_steps"]).filter(pl.col("step").is_not_null())
          .group_by("step").agg(pl.col("value").max()).collect().sort("step"))
     hit = s.filter(pl.col("value").diff() > 0).get_column("step").head(500).to_list()
     return [(float(x) - 0.5, float(x) + 0.5, "skipped step") for x in hit]
@@ -103,10 +103,11 @@ def skipped_steps(ctx: Context) -> list[tuple[float, float, str]]:
 
 def _specs(ctx: Context) -> list[_Spec]:
     present = ctx.metric_names
-    ext = digest.extents(ctx).with_columns(pl.col("rank").fill_null(-1))
+    plots = [(key, title, sorted(n for n in present if MEMORY.match(n)) if names is None else [n for n in names if n in present])
+             for key, title, names in METRIC_PLOTS]
+    ext = digest.extents(ctx, [n for *_, wanted in plots for n in wanted]).with_columns(pl.col("rank").fill_null(-1))
     out = []
-    for key, title, names in METRIC_PLOTS:
-        wanted = sorted(n for n in present if MEMORY.match(n)) if names is None else [n for n in names if n in present]
+    for key, title, wanted in plots:
         e = ext.filter(pl.col("name").is_in(wanted))
         if e.height == 0:
             continue
@@ -136,7 +137,7 @@ def _read(ctx: Context, specs: list[_Spec]) -> tuple[pl.DataFrame, pl.DataFrame]
                                pl.col(f"{sp.x_kind}_hi").alias("_hi"), pl.lit(plo).alias("_plo"), pl.lit(phi).alias("_phi"),
                                (pl.col("n_finite") <= 2 * WIDTH).alias("_whole")))
     g = pl.concat(groups).with_columns(_span(pl.col("_lo"), pl.col("_hi")).alias("_span"), _span(pl.col("_plo"), pl.col("_phi")).alias("_pspan"))
-    rows = (ctx.metrics_lazy().filter(pl.col("name").is_in(names))
+    rows = (ctx.metrics_lazy(names)
             .select("name", pl.col("rank").fill_null(-1), x.alias("x"), pl.col("value").alias("y")))
     fin = pl.col("y").is_finite()
     col = pl.when(fin).then(((pl.col("x") - pl.col("_lo")) / pl.col("_span") * (WIDTH - 1)).floor()).otherwise(
