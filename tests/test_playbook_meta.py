@@ -37,7 +37,7 @@ def test_declaration_is_complete(pid):
 
 def test_event_codes_used_by_playbooks_exist_in_the_signature_table():
     codes = {s["code"] for s in tomllib.loads((ROOT / "parsers" / "signatures.toml").read_text())["signature"]}
-    codes |= {"python_traceback", "cpp_frames", "cpp_stacktrace", "torchrun_child_failed_report", "nvidia_smi_table", "torchrun_error_file"}
+    codes |= {"python_traceback", "cpp_frames", "cpp_stacktrace", "torchrun_child_failed_report", "nvidia_smi_table", "torchrun_error_file", "python_stack"}
     used = set()
     for path in (ROOT / "playbooks").rglob("*.py"):
         for tup in re.findall(r"^[A-Z_]+CODES = \(([^)]*)\)", path.read_text(), flags=re.M):

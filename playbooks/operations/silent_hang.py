@@ -40,7 +40,7 @@ PLAYBOOK = declare(
                "slurm_job_cancelled", "slurm_task_failed", "torchrun_child_failed", "torchrun_child_failed_report",
                "torchrun_closing_worker", "torchrun_death_signal", "torchrun_worker_signal", "fatal_python_error", "faulthandler_frame", "faulthandler_thread",
                "checkpoint_saved", "dist_member_init", "log_end", "torch_extension_lock", "torch_extensions_root",
-               "python_stack", "interrupt_echo", "process_exit_traceback"),
+               "python_stack", "interrupt_echo"),
         causes=(
             Cause("collective_deadlock", "The rank is blocked in a collective the others never issued (or issued differently)",
                   verify="py-spy dump --pid <pid> on the stuck rank; TORCH_NCCL_DUMP_ON_TIMEOUT=1 flight recorder",
@@ -97,8 +97,8 @@ Rendezvous'ing worker group`) with no error in the run (low: a paste may just st
 later line of the JIT build (`Emitting ninja build file …`, `Building extension module X...`, `Loading extension module
 X...`) with no error in the run (low); a Ctrl-C traceback whose innermost frame is a blocking wait (a queue get, a poll,
 a lock, a join, a collective), or a log that ends in such a stack with no exception line (low: an interrupt alone proves
-no hang); a `^C` after which worker processes print their `Process <name>:` tracebacks and no traceback shows work under
-way (low).
+no hang); a `^C` that interrupted worker processes (`^CProcess Process-8:`, or tracebacks from multiprocessing's child
+bootstrap) when no traceback shows work under way (low).
 
 ## Why it matters
 Hung jobs burn GPU hours until someone notices; the rank that stopped first is where to look.

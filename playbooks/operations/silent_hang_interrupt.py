@@ -20,10 +20,10 @@ DATA_TEXT = r"(?i)dataloader|data/_utils|_worker"
 COLLECTIVE_TEXT = r"(?i)distributed|c10d|nccl|all_reduce|barrier|all_gather|broadcast"
 # A log that ends in frames with neither opener nor exception line (parsers/blocks/tails.py cut_stacks).
 STACK_CODES = ("python_stack",)
-# multiprocessing's `Process <name>:` header before a child's traceback, and the frames every child's traceback starts
-# with (multiprocessing/process.py `_bootstrap` -> `run`): no frame of the child's own work.
-WORKER_CODES = ("process_exit_traceback",)
+# The frames every child process's traceback starts with (multiprocessing/process.py `_bootstrap` -> `run`): no frame
+# of the child's own work; the file names a child process's traceback.
 BOOTSTRAP_FUNCTIONS = r"^(?:_bootstrap|run)$"
+CHILD_TEXT = r"multiprocessing[/\\]process\.py"
 
 
 @PLAYBOOK.detector(("events",))
@@ -81,16 +81,17 @@ def _interrupted_idle_workers(ctx: Context, interrupted: pl.DataFrame, waits: pl
     if echo.height == 0 or interrupted.height == 0:
         return None
     first = echo.get_column("line").min()
-    workers = ctx.events_of(*WORKER_CODES).filter(pl.col("line") >= first)
     after = interrupted.filter(pl.col("line") >= first)
-    if workers.height == 0 or after.height == 0:
+    # Worker processes: the echo names one (`^CProcess Process-8:`), or a traceback after it runs in a child.
+    names = echo.select(field("process")).to_series().drop_nulls().unique(maintain_order=True).to_list()
+    if after.height == 0 or not (names or after.filter(pl.col("text").str.contains(CHILD_TEXT)).height):
         return None
     fn = field("function").fill_null("")
     if after.filter(~(fn.str.contains(BOOTSTRAP_FUNCTIONS) | (fn == "") | waits)).height:
         return None  # a traceback shows work under way (a forward, a worker's __getitem__): an ordinary interrupt
-    names = ", ".join(workers.select(field("process")).to_series().drop_nulls().unique(maintain_order=True).to_list()[:4])
-    return detection(pl.concat([echo.head(1), workers, after], how="vertical_relaxed"),
-                     f"the run was interrupted (Ctrl-C) while its worker processes ({names}) were alive, and no traceback "
+    named = f" ({', '.join(names[:4])})" if names else ""
+    return detection(pl.concat([echo.head(1), after], how="vertical_relaxed"),
+                     f"the run was interrupted (Ctrl-C) while its worker processes{named} were alive, and no traceback "
                      "shows work under way: if its progress had stopped before the interrupt, the data-loading workers "
                      "are where it hung", {"stuck_dataloader": 0.7, "collective_deadlock": 0.2},
                      confidence=0.3, severity=Severity.LOW)
