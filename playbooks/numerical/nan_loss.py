@@ -18,8 +18,9 @@ RERUN_CODES = ("megatron_unexpected_result",)
 RERUN_NONFINITE = r"Unexpected result -?(?:nan|inf)\b"
 # tensorboardX / torch.utils.tensorboard warn when a logged scalar is NaN/Inf, without naming the scalar.
 LOGGED_CODES = ("nonfinite_logged_value",)
-# Evaluation losses (`val_loss`, `test val_loss` -> test_loss, `eval_loss`): read only when every one is non-finite.
-EVAL_LOSS = r"^(?:eval|val|valid|validation|test|dev)_(?:\w*_)?loss$"
+# The evaluation loss of the whole objective (`val_loss`, `test val_loss` -> test_loss, `eval_loss`): read only when every
+# one is non-finite. Not an evaluation of one part (a GAN's `val_g_loss`), which may be undefined on held-out data.
+EVAL_LOSS = r"^(?:eval|val|valid|validation|test|dev)_loss$"
 
 PLAYBOOK = declare(
     Playbook(
@@ -193,7 +194,7 @@ def _eval_nan(ctx: Context, th: dict) -> Detection | None:
     """An evaluation loss that is NaN/Inf at every evaluation (at least `eval_points`) while no training loss is:
     the model (or the evaluation path) gives NaN on held-out data from the start. Medium: the training loss, which
     the other rules read, is finite, so the cause may be the evaluation code rather than the weights."""
-    for name in M.names_like(ctx, EVAL_LOSS, exclude=r"loss_scale"):
+    for name in M.names_like(ctx, EVAL_LOSS):
         s = M.series(ctx, name)
         if s.height < th["eval_points"] or bool(s.get_column("value").is_finite().any()):
             continue
