@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 import polars as pl
-from forensics.parsers.profile_table import counters_of
+from forensics.parsers.profile_table import counters_of, header_rows
 
 SOURCE = "lightning_profiler"
 # Header title -> measure name; a table is read only when its header has the Action, mean and total columns.
@@ -66,17 +66,13 @@ def parse_table(lines: list[tuple[int, str]]) -> list[dict]:
 
 def from_log(frame: pl.DataFrame, state: dict) -> None:
     """Text-log hook: collect the SimpleProfiler reports of one frame into `state["lightning_profile"]`."""
-    heads = frame.filter(pl.col("text").str.contains("Mean duration (s)", literal=True)
-                         & pl.col("text").str.contains("Total time (s)", literal=True)
-                         & pl.col("text").str.contains(r"^[\s|]*Action\b"))
-    if heads.height == 0:
+    texts, numbers, heads = header_rows(frame, pl.col("text").str.contains("Mean duration (s)", literal=True)
+                                        & pl.col("text").str.contains("Total time (s)", literal=True)
+                                        & pl.col("text").str.contains(r"^[\s|]*Action\b"))
+    if not heads:
         return
-    texts = frame.get_column("text").to_list()
-    numbers = frame.get_column("line").to_list()
-    index = {n: i for i, n in enumerate(numbers)}
     rows = state.setdefault("lightning_profile", [])
-    for h in heads.get_column("line").to_list():
-        i = index[h]
+    for i in heads:
         rows.extend(parse_table([(numbers[k], texts[k]) for k in range(i, min(i + MAX_ROWS, len(texts)))]))
 
 

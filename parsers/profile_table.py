@@ -106,18 +106,25 @@ def parse_table(lines: list[tuple[int, str]]) -> list[dict]:
     return out
 
 
+def header_rows(frame: pl.DataFrame, is_header: pl.Expr) -> tuple[list[str], list[int], list[int]]:
+    """The frame's texts and line numbers as lists, and the positions in them of the rows `is_header` selects
+    (empty lists when there is none): the few table headers are found by one vectorised filter, and only the
+    rows after each are read in Python."""
+    positions = frame.with_row_index("_pos").filter(is_header).get_column("_pos").to_list()
+    if not positions:
+        return [], [], []
+    return frame.get_column("text").to_list(), frame.get_column("line").to_list(), positions
+
+
 def from_log(frame: pl.DataFrame, state: dict) -> None:
     """Text-log hook: collect key_averages tables of one frame into `state["profile_table"]`."""
-    heads = frame.filter(pl.col("text").str.contains(HEADER, literal=True) & pl.col("text").str.contains("Name", literal=True))
-    if heads.height == 0:
+    texts, numbers, heads = header_rows(
+        frame, pl.col("text").str.contains(HEADER, literal=True) & pl.col("text").str.contains("Name", literal=True))
+    if not heads:
         return
-    texts = frame.get_column("text").to_list()
-    numbers = frame.get_column("line").to_list()
-    index = {n: i for i, n in enumerate(numbers)}
     rows = state.setdefault("profile_table", [])
-    for h in heads.get_column("line").to_list():
-        i = index.get(h)
-        if i is None or i == 0 or not texts[i - 1].lstrip().startswith("---"):
+    for i in heads:
+        if i == 0 or not texts[i - 1].lstrip().startswith("---"):
             continue
         # The table body ends after the totals lines (at most a few hundred rows).
         end = i + 1
