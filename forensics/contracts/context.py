@@ -133,7 +133,7 @@ class Context:
         (what `metrics.filter(where).select(cols)` gives, for the rows and columns asked for only).
         `names` keeps the rows of those metric names only, read without scanning the others'.
         With `strings=False` the dictionary columns stay categorical (cast what you keep with `plain`)."""
-        lf = self._stored("metrics") if names is None else self.run.metrics_named(list(names))
+        lf = self.metrics_lazy(names)
         if where is not None:
             lf = lf.filter(where)
         df = lf.select(cols or pl.all()).collect()
