@@ -29,11 +29,12 @@ def from_log(frame: pl.DataFrame) -> pl.DataFrame:
     text = unquote(frame.get_column("text"))
     # A cheap literal test first: a bare-number line starts with a digit after optional spaces.
     f = frame.select("line", text.alias("text")).filter(pl.col("text").str.contains(r"^\s*\d"))
-    f = f.filter(pl.col("text").str.contains(ROW))
-    if f.height < MIN_ROWS:
+    # One regex pass gives both groups; a line that does not match has null groups.
+    m = f.select("line", pl.col("text").str.extract_groups(ROW).alias("_m")).unnest("_m").filter(pl.col("1").is_not_null())
+    if m.height < MIN_ROWS:
         return pl.DataFrame(schema=SCHEMA)
-    g = f.select("line", pl.col("text").str.extract(ROW, 1).cast(pl.Int64, strict=False).alias("step"),
-                 pl.col("text").str.extract(ROW, 2).str.split(" ").list.eval(pl.element().filter(pl.element() != "")).alias("_vals"))
+    g = m.select("line", pl.col("1").cast(pl.Int64, strict=False).alias("step"),
+                 pl.col("2").str.split(" ").list.eval(pl.element().filter(pl.element() != "")).alias("_vals"))
     g = g.with_columns(pl.col("_vals").list.len().alias("_k"))
     # Per column count: a strictly growing step on every line, some value a float or NaN/Inf, enough lines.
     ok = g.group_by("_k").agg(
