@@ -183,7 +183,13 @@ def test_error_signatures_run_with_python_re_are_bounded():
         if sig.severity != "error":
             continue
         rx = re.compile(sig.regex)
-        took, line = _worst(lambda text, rx=rx: rx.search(text[:tails.KNOWN_CHARS]), near_misses(sig.regex, LONG))
+        run = lambda text, rx=rx: rx.search(text[:tails.KNOWN_CHARS])  # noqa: E731
+        lines = near_misses(sig.regex, LONG)
+        took, line = _worst(run, lines)
+        if took > 5 * SLOW_S:
+            # Time the slowest line again, the fastest of three: a busy machine only ever adds time.
+            slow = next(x for x in lines if x.startswith(line))
+            took = min(_worst(run, [slow])[0] for _ in range(3))
         if took > 5 * SLOW_S:  # an absolute bound: the cut makes every pattern's worst case small
             bad.append(f"signature {sig.code}: {took:.2f} s on {line!r}")
     assert bad == []
