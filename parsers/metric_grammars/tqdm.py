@@ -171,8 +171,10 @@ def postfix_rows(states: pl.DataFrame, state: dict) -> pl.DataFrame:
     # postfix the inner loop sets every step (OpenPCDet and its forks: `tbar = trange(.., desc='epochs')`,
     # `tbar.set_postfix(disp_dict)` then `tbar.refresh()` while tbar stays at the current epoch; [OBS]
     # Haiyang-W/DSVT#31 `epochs:   0%| | 0/24 [00:25<?, ?it/s, loss_hm=nan, loss_loc=nan, loss=nan, ..]`).
-    # A bar just reset (a new epoch of Lightning's bar) shows `[00:00<?, ..]`.
-    running = pl.col("el").str.contains(r"[1-9]") if "el" in states.columns else pl.lit(False)
+    # A bar just reset (a new epoch of Lightning's bar) shows `[00:00<?, ..]`; a bar named by its epoch's number
+    # (`Epoch 38:`) is one reset every epoch, and some Lightning versions keep its elapsed time across the reset
+    # ([OBS] Lightning-AI/pytorch-lightning#12939), so its n=0 state is never read.
+    running = pl.col("el").str.contains(r"[1-9]") & ~pl.col("desc").str.contains(r"\d") if "el" in states.columns else pl.lit(False)
     with_post = states.filter((pl.col("post").str.len_chars() > 0) & ((pl.col("n") > 0) | running))
     if with_post.height == 0:
         return empty_rows()
