@@ -102,3 +102,28 @@ def test_outer_epoch_bar_postfix_nan_at_epoch_zero_is_a_nan_loss(tmp_path: Path)
 def test_outer_epoch_bar_postfix_finite_at_epoch_zero_is_quiet(tmp_path: Path):
     # A finite loss in the postfix: the TensorBoard warning was about another scalar.
     assert ids(tmp_path, DSVT.format(v="1.8423")) == []
+
+
+# bigscience-workshop/bigscience tr11-176B-ml chronicles.md (2022-04-28, one slow GPU): Megatron-DeepSpeed records.
+MEGATRON = (" iteration {i}/  115311 | consumed samples:     71455664 | elapsed time per iteration (ms): {t} | learning rate: 4.475E-05 | "
+            "global batch size:  2048 | lm loss: 2.117073E+00 | grad norm: 0.150 | number of skipped iterations:   0 | "
+            "number of nan iterations:   0 |\n")
+
+
+def megatron(times: list[float]) -> str:
+    return "".join(MEGATRON.format(i=42780 + k, t=t) for k, t in enumerate(times))
+
+
+def test_a_steady_run_stepping_down_five_percent_is_a_low_step_time_regression(tmp_path: Path):
+    got = found(tmp_path, megatron([105160.0, 105170.0, 106250.0, 110170.0, 111140.0]))
+    assert got and got[0] == ("step-time-regression", "low", ["straggler", "throttling"]), got
+
+
+def test_a_noisy_run_of_the_same_size_is_quiet(tmp_path: Path):
+    # epfLLM/Megatron-LLM#11: 126995.3, 125553.7, 127804.5, 130554.9, 127859.5 ms, a +-2% wobble.
+    assert "step-time-regression" not in ids(tmp_path, megatron([126995.3, 125553.7, 127804.5, 130554.9, 127859.5]))
+
+
+def test_one_slow_record_at_the_end_is_quiet(tmp_path: Path):
+    # A checkpoint or evaluation inside the last interval: one slow point, not a new pace.
+    assert "step-time-regression" not in ids(tmp_path, megatron([105160.0, 105170.0, 105190.0, 105150.0, 112140.0]))
