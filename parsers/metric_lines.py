@@ -117,7 +117,7 @@ def extract(cand: pl.DataFrame, state: dict) -> pl.DataFrame:
     """Every metric row found in the candidate lines of one chunk (plus internal `_bar` rows)."""
     if cand.height == 0:
         return pl.DataFrame(schema=SCHEMA)
-    df = _unescape_pipes(cand.with_row_index("_i"))
+    df = _join_wrapped_records(_unescape_pipes(cand.with_row_index("_i")))
     parts: list[pl.DataFrame] = []
     bars, remaining = _split_bars(df)
     if bars.height:
@@ -165,6 +165,48 @@ def _without_rounded_zero_lr(rows: pl.DataFrame, df: pl.DataFrame) -> pl.DataFra
     msg = df.get_column("msg").gather(rows.get_column("_i").filter(zero))
     rounded = pl.Series(np.zeros(rows.height, dtype=bool)).scatter(zero.arg_true(), msg.str.contains(_ROUNDED_ZERO_LR))
     return rows.filter(~rounded)
+
+
+# A Megatron training record (`iteration N/ M | key: value | ... |`, formats.md §1.2) ends with ` |`; pasted from a page
+# or a terminal of fixed width it wraps onto the next lines ([OBS] bigscience-workshop/bigscience
+# train/tr11-176B-ml/chronicles.md: `... | learning` / ` rate: 4.475E-05 | ... | number of nan` / `iterations:  0 |
+# samples per second: 19.474 | TFLOPs: 149.10 |`).
+_WRAPPED_HEAD = r"\biteration\s+\d+/\s*\d+\s*\|"
+_WRAP_LINES = 3
+
+
+def _join_wrapped_records(df: pl.DataFrame) -> pl.DataFrame:
+    """A record line that does not end with its closing `|`, followed on the very next lines by text that starts no
+    record of its own, gets those lines appended (up to the one that closes it, at most `_WRAP_LINES`); they are then
+    read as part of it and not again. A wrap between two words lost its space (`nan` / `iterations`), one inside a
+    number never had one: a space is put back unless a digit meets a digit."""
+    msg = pl.col("msg")
+    open_head = msg.str.contains(_WRAPPED_HEAD) & ~msg.str.strip_chars_end().str.ends_with("|")
+    if not df.select(open_head.any()).item():
+        return df
+    d = df.with_columns(open_head.alias("_open"), msg.str.contains(_WRAPPED_HEAD).alias("_head"),
+                        msg.str.strip_chars_end().str.ends_with("|").alias("_closed"))
+    # Mark continuation rows: the next line, starting no record, after a row that is an unclosed head or an
+    # unclosed continuation. A chain is a few lines long: a fixed number of passes finds it.
+    cont = pl.lit(False)
+    d = d.with_columns(pl.lit(False).alias("_cont"))
+    for _ in range(_WRAP_LINES):
+        prev_open = (pl.col("_open") | pl.col("_cont")).shift(1) & ~pl.col("_closed").shift(1)
+        cont = ~pl.col("_head") & (pl.col("line") == pl.col("line").shift(1) + 1) & prev_open.fill_null(False)
+        d = d.with_columns(cont.alias("_cont"))
+    if not d.get_column("_cont").any():
+        return df
+    grp = (~pl.col("_cont")).cum_sum().alias("_g")
+    d = d.with_columns(grp)
+    stripped = pl.when(pl.col("_cont")).then(msg.str.strip_chars_start()).otherwise(msg.str.strip_chars_end())
+    joined = d.with_columns(stripped.alias("_m")).group_by("_g", maintain_order=True).agg(
+        pl.col("_m").str.join("\u0000").alias("_joined"))
+    # The separator marks each seam: a space back between words, nothing between the digits of a cut number.
+    joined = joined.with_columns(pl.col("_joined").str.replace_all(r"(\d)\x00(\d)", "${1}${2}").str.replace_all("\x00", " "))
+    out = d.filter(~pl.col("_cont")).join(joined, on="_g", how="left", maintain_order="left")
+    out = out.with_columns(pl.col("_joined").alias("msg")).drop("_open", "_head", "_closed", "_cont", "_g", "_joined")
+    out = out.with_row_index("_j").drop("_i").rename({"_j": "_i"}).select(df.columns)
+    return shapes.with_shape(out) if shapes.SHAPE in df.columns else out
 
 
 def _unescape_pipes(df: pl.DataFrame) -> pl.DataFrame:

@@ -57,10 +57,13 @@ def prose_names(raw: pl.Series, *, snake_rest: bool = False) -> dict[str, str]:
     suffix: dict[str, str] = words["suffix"]
     exact = _table()["alias"]
     timing = set(words["suffix_not_after"])
+    reduction, sets = set(words["reduction"]), set(words["sets"])
     out: dict[str, str] = {}
     for name in raw.unique().drop_nulls().to_list():
         key = _snake(name)
         parts = [p for p in key.replace("/", " ").replace("_", " ").split() if p]
+        if any(p in sets for p in parts[:-1]):
+            parts = [p for p in parts if p not in reduction] or parts
         lead = ""
         # Split words in front (`validation/main/`, `training `) give the set the value belongs to.
         while len(parts) > 1 and parts[0] in prefix:

@@ -139,6 +139,10 @@ def rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
         .when(pl.col("_k").str.contains(DATA_TIME_WORD + "$")).then(pl.lit("data_time_ms"))
         .when(pl.col("_k").str.contains(STEP_TIME_WORD + "$")).then(pl.lit("step_time_ms"))
     )
+    # A running average printed under its own name beside the value (mozilla/TTS `LoaderTime:0.02  AvGLoaderTime:0.03`)
+    # is the meter's average, not a second value of the same step.
+    time_name = pl.when(pl.col("_k").str.contains(r"^(?:avg|average|mean)_?") & time_name.is_in(["step_time_ms", "data_time_ms"])).then(
+        time_name.str.replace("_ms$", "_avg_ms")).otherwise(time_name)
     if "clock" in kv.columns:
         # A clock-printed duration is seconds: under an interval name it is the step time of that interval;
         # under any other name (a wall clock, a cumulative `Elapsed`) it gives no row (its value stays null).
@@ -263,11 +267,13 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     is_acc = pl.col("key").str.strip_chars().str.to_lowercase().replace_strict(prose, default="").str.contains(ACC_GATE)
     is_loss = gate_name.str.contains(GATE) | (gate_name.str.starts_with("loss_") & (gate_name != "loss_scale")) | is_acc
     # A timing-only line (`load_data_time: 19.6173, train_step_time: 0.686`) passes when it names both a data
-    # time and a step time: the pair is what the loader's share of each step is read from.
+    # time and a step time: the pair is what the loader's share of each step is read from. So does a data time
+    # on a line that names its step (`> Step:5 [...] LoaderTime:120.21 [...]`, a mozilla/TTS line the poster
+    # elided, [OBS] mozilla/TTS#407): the loader's wait per step, which a stall of seconds makes a finding alone.
     low = pl.col("key").str.strip_chars().str.to_lowercase().str.replace_all(r"\s+", "_")
     is_data = low.str.contains(DATA_TIME_WORD + "$")
     is_step = ~is_data & low.str.contains(STEP_TIME_WORD + "$")
-    ok = is_loss.any() | (is_data.any() & is_step.any())
+    ok = is_loss.any() | (is_data.any() & (is_step.any() | low.is_in(STEP_KEYS).any()))
     gated = kv.group_by("_i").agg(ok.alias("_ok")).filter(pl.col("_ok")).select("_i")
     residue = (
         df.join(gated, on="_i", how="semi", maintain_order="left")
@@ -326,6 +332,9 @@ KV_MATCH = (
     r"|cost\s*[:= ]\s*(?:[-+.\d]|nan|inf)"
     r"|\bloss_[a-z]\w*=(?:[-+.\d]|nan|inf)|accuracy\s*[:=]\s*[-+.\d]"
     rf"|{DATA_TIME_WORD}\s*[:=]\s*[.\d].*{STEP_TIME_WORD}\s*[:=]\s*[.\d]|{STEP_TIME_WORD}\s*[:=]\s*[.\d].*{DATA_TIME_WORD}\s*[:=]\s*[.\d]"
+    # A step and the loader's wait alone (mozilla/TTS and Coqui TTS print `StepTime:` and `LoaderTime:`; a paste may keep
+    # only the second: `> Step:5 [...] LoaderTime:120.21 [...]`, mozilla/TTS#407).
+    rf"|\bstep\s*[:=]\s*\d+\b.*{DATA_TIME_WORD}\s*[:=]\s*[.\d]"
 )
 JSON_GRAMMAR = Grammar("json", ('{"',), JSON_MATCH, extract_json)
-KV_GRAMMAR = Grammar("generic", ("loss", "cost", "grad_norm", "grad norm", "gnorm", "perplexity", "accuracy", "_time"), KV_MATCH, extract_kv)
+KV_GRAMMAR = Grammar("generic", ("loss", "cost", "grad_norm", "grad norm", "gnorm", "perplexity", "accuracy", "_time", "loadertime"), KV_MATCH, extract_kv)

@@ -39,6 +39,8 @@ NAMES = {
     "learning_rate": "lr",
     "grad_norm": "grad_norm",
     "elapsed_time_per_iteration_(ms)": "step_time_ms",
+    # BigScience's Megatron-DeepSpeed prints the interval in seconds (chronicles.md of tr11-176B-ml).
+    "elapsed_time_per_iteration_(s)": "step_time_ms",
     "throughput_per_gpu_(tflop/s/gpu)": "tflops",
     "tflops": "tflops",
     "samples_per_second": "samples_per_s",
@@ -67,7 +69,7 @@ def _train(df: pl.DataFrame, state: dict) -> pl.DataFrame:
         "_i", "step",
         name.alias("name"),
         # NeMo's `train_step_timing in s` is seconds.
-        pl.when(pl.col("key") == "train_step_timing in s").then(value * 1000.0).otherwise(value).alias("value"),
+        pl.when(pl.col("key").is_in(["train_step_timing in s", "elapsed time per iteration (s)"])).then(value * 1000.0).otherwise(value).alias("value"),
     )
     # NeMo 2 / Megatron-bridge lines start `Training epoch 0, iteration 120/149 | ...`.
     epoch = df.select("_i", step.alias("step"), pl.lit("epoch").alias("name"),

@@ -63,7 +63,9 @@ POSTFIX_NAMES = {
     "clip": "clip_pct",
 }
 SECONDS_KEYS = {"train_step_timing_in_s", "train_step_timing", "step_time", "iter_time", "batch_time"}
-SKIP = ["v_num", "batch_idx", "num_updates", "step", "global_step", "steps", "split_idx"]
+# `total_it`: OpenPCDet's inner bar `pbar.set_postfix(dict(total_it=accumulated_iter))`, the global iteration.
+STEP_KEYS = ["num_updates", "step", "global_step", "steps", "total_it"]
+SKIP = ["v_num", "batch_idx", "split_idx", *STEP_KEYS]
 BAR_NAME = "_bar"
 
 
@@ -108,6 +110,7 @@ def bar_states(df: pl.DataFrame, wide: bool = False) -> pl.DataFrame:
         pl.coalesce(pl.col("n"), pl.col("n2")).cast(pl.Int64, strict=False).alias("n"),
         pl.col("total").cast(pl.Int64, strict=False).alias("total"),
         pl.col("post"),
+        pl.col("el"),
         "_tt",
     )
 
@@ -163,8 +166,16 @@ def run_offsets(states: pl.DataFrame, state: dict) -> pl.DataFrame:
 
 def postfix_rows(states: pl.DataFrame, state: dict) -> pl.DataFrame:
     """Metric rows of the postfixes of `bar_states`, deduplicated across redraws (see module doc)."""
-    # A state at n=0 has done nothing yet: its postfix is what the previous bar (epoch) left there.
-    with_post = states.filter((pl.col("post").str.len_chars() > 0) & (pl.col("n") > 0))
+    # A state at n=0 has done nothing yet: its postfix is what the previous bar (epoch) left there. Unless the bar has
+    # been running (elapsed past 00:00): a bar redrawn at n=0 after it started is an outer bar over epochs whose
+    # postfix the inner loop sets every step (OpenPCDet and its forks: `tbar = trange(.., desc='epochs')`,
+    # `tbar.set_postfix(disp_dict)` then `tbar.refresh()` while tbar stays at the current epoch; [OBS]
+    # Haiyang-W/DSVT#31 `epochs:   0%| | 0/24 [00:25<?, ?it/s, loss_hm=nan, loss_loc=nan, loss=nan, ..]`).
+    # A bar just reset (a new epoch of Lightning's bar) shows `[00:00<?, ..]`; a bar named by its epoch's number
+    # (`Epoch 38:`) is one reset every epoch, and some Lightning versions keep its elapsed time across the reset
+    # ([OBS] Lightning-AI/pytorch-lightning#12939), so its n=0 state is never read.
+    running = pl.col("el").str.contains(r"[1-9]") & ~pl.col("desc").str.contains(r"\d") if "el" in states.columns else pl.lit(False)
+    with_post = states.filter((pl.col("post").str.len_chars() > 0) & ((pl.col("n") > 0) | running))
     if with_post.height == 0:
         return empty_rows()
     # `, k=v, k=v` (tqdm joins set_postfix items with ", " and "="); `set_postfix_str` users write
@@ -173,7 +184,7 @@ def postfix_rows(states: pl.DataFrame, state: dict) -> pl.DataFrame:
     post = pl.when(post.str.contains("=", literal=True)).then(post).otherwise(post.str.replace_all(": ", "=", literal=True))
     kv = split_pairs(with_post, post, ", ", "=")
     step_key = (
-        kv.filter(pl.col("key").is_in(["num_updates", "step", "global_step", "steps"]))
+        kv.filter(pl.col("key").is_in(STEP_KEYS))
         .group_by("_b").agg(num(pl.col("val")).first().cast(pl.Int64, strict=False).alias("_ps"))
     )
     epoch = pl.col("desc").str.extract(r"^Epoch (\d+)$", 1).cast(pl.Int64, strict=False)

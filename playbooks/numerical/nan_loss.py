@@ -168,13 +168,14 @@ def _masked(ctx: Context, th: dict) -> M.ts.Onset | None:
 
 
 def _zeroed(ctx: Context, loss: pl.DataFrame) -> M.ts.Onset | None:
-    """A NaN grad norm after finite ones, with the loss at a NaN-gradient step reading exactly 0: a trainer that
-    zeroes (or drops) a non-finite loss before logging it. One such point is enough: a real loss is never exactly
-    0 while its gradient is NaN."""
+    """A NaN grad norm, with the loss at a NaN-gradient step reading exactly 0: a trainer that zeroes (or drops) a
+    non-finite loss before logging it (HF Trainer's `logging_nan_inf_filter` logs the running mean of the finite
+    losses, 0 before any). One such point is enough, from the first logged step on: a real loss is never exactly 0
+    while its gradient is NaN ([OBS] 2U1/Qwen-VL-Series-Finetune#10: `'grad_norm': nan` from step 1, `'loss': 0.0` at
+    step 2). A loss of 0 with a finite (0) grad norm is an all-masked batch, tokenizer-mismatch's evidence, not this."""
     g = M.series(ctx, M.GRAD_NORM)
     if g.height == 0 or loss.height == 0:
         return None
-    g = g.filter(pl.col("value").is_finite().cum_max().over("rank"))  # after the first finite grad norm
     nan_steps = g.filter(pl.col("value").is_nan()).select("rank", "step")
     zero = loss.join(nan_steps, on=["rank", "step"], how="semi", nulls_equal=True).filter(pl.col("value") == 0.0)
     if zero.height == 0:

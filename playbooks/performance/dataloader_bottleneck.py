@@ -33,6 +33,8 @@ PLAYBOOK = declare(
             "blatant_share": Threshold(0.5, "share of the summed step time (or of the running averages) that decides from a few points", "issue 13 (decide on a few points when blatant)"),
             "short_min_points": Threshold(2, "logged points, warm-up left out, needed for the summed share", "ours"),
             "warmup_batches": Threshold(3, "first batches of each epoch left out where the log prints the batch index", "ours"),
+            "stall_ms": Threshold(10000, "loader wait (ms) of the first batch and of a later one that make a recurring stall when no step time is logged", "ours; mozilla/TTS#407 (~120 s a batch)"),
+            "stall_repeat": Threshold(0.5, "later wait over the first batch's wait that counts as the stall coming back", "ours"),
             "avg_min_batches": Threshold(500, "batch of the epoch from which a running average is judged when the epoch's first batch is not logged", "ours; one slow first batch weighs under 1/500 of it"),
         },
         doc="""\

@@ -22,7 +22,7 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
     meters' running averages deep into an epoch."""
     j = _joined(ctx, DATA_TIME, M.STEP_TIME)
     if j.height == 0:
-        return _from_running_averages(ctx, th)
+        return _from_running_averages(ctx, th) or _recurring_stalls(ctx, th)
     j = _without_warmup(ctx, j, th)
     if j.height >= th["min_steps"]:
         found = _median_share(j, th)
@@ -125,6 +125,34 @@ def _from_running_averages(ctx: Context, th: dict) -> Detection | None:
                + (" (its first batch left out)" if top["_d0"] is not None else ""))
     return _detection(summary, a.filter(pl.col("rank").eq_missing(top["rank"])).tail(2),
                       {"data_share": top["share"], "data_ms": top["value"], "step_ms": top["step_ms"], "points": a.height})
+
+
+def _recurring_stalls(ctx: Context, th: dict) -> Detection | None:
+    """Only the loader's wait is logged (no step time): the first batch's wait, the time one worker takes to build a
+    batch while all start together, comes back after the warm-up. A later wait at least `stall_repeat` of the first
+    and of `stall_ms` or more means the workers fell a whole batch-build behind: the steps between took next to
+    nothing beside it, so the loop waits for data almost all the time ([OBS] mozilla/TTS#407: `LoaderTime` 124.64 s
+    at step 1, 0.00 at steps 3-4, 120.21 s at step 5 with 4 workers: each needs ~2 min a batch). A slow first batch
+    that never returns is warm-up, and stays quiet."""
+    if M.series(ctx, M.STEP_TIME).height:
+        return None  # the share rules above decide where the step time is logged
+    d = M.series(ctx, DATA_TIME, finite=True).sort("rank", "step")
+    if d.height < 3:
+        return None
+    first = d.group_by("rank", maintain_order=True).first().select("rank", pl.col("value").alias("_first"), pl.col("line").alias("_fl"))
+    later = _without_warmup(ctx, d, th).join(first, on="rank", nulls_equal=True)
+    stalls = later.filter((pl.col("_first") >= th["stall_ms"]) & (pl.col("value") >= th["stall_ms"])
+                          & (pl.col("value") >= th["stall_repeat"] * pl.col("_first")))
+    if stalls.height == 0:
+        return None
+    top = stalls.row(0, named=True)
+    quiet = later.filter(pl.col("rank").eq_missing(top["rank"]) & (pl.col("value") < th["stall_ms"])).height
+    where = f" on rank {top['rank']}" if top["rank"] is not None else ""
+    summary = (f"the data loader's wait of the first batch ({M.fmt(top['_first'] / 1000)} s) comes back at step {top['step']}{where} "
+               f"({M.fmt(top['value'] / 1000)} s) after {quiet} near-free step(s): each batch takes the workers that long "
+               "to build, and the steps between use up the prefetched ones at once")
+    rows = pl.concat([d.filter(pl.col("rank").eq_missing(top["rank"])).head(1), stalls.head(1).select(d.columns)])
+    return _detection(summary, rows, {"data_ms": top["value"], "first_ms": top["_first"], "stalls": stalls.height})
 
 
 def _detection(summary: str, rows: pl.DataFrame, facts: dict) -> Detection:

@@ -9,7 +9,7 @@ from forensics.playbooks.memory.allocator_fragmentation import PRESSURE_CODES
 from forensics.playbooks.performance.step_time_regression import PLAYBOOK
 
 from forensics.contracts.context import Context, evidence_rows
-from forensics.contracts.model import Detection
+from forensics.contracts.model import Detection, Severity
 
 
 def _tiny_rise(part: pl.DataFrame, th: dict) -> tuple | None:
@@ -47,6 +47,26 @@ def _short_rise(part: pl.DataFrame, th: dict) -> tuple | None:
     return None
 
 
+def _level_shift(part: pl.DataFrame, th: dict) -> tuple | None:
+    """A short paste of a steady run (the first half within `shift_steady_tol` of its median) whose last
+    `shift_tail` step times all sit at least `shift_ratio` above every point of that first half: the run stepped
+    down to a slower pace and stayed there ([OBS] bigscience-workshop/bigscience tr11-176B-ml chronicles.md,
+    2022-04-28: `elapsed time per iteration (s)` 105.16, 105.17, 106.25, 110.17, 111.14 with TFLOPs 149 -> 141,
+    a slow GPU on one node). Small at a few percent, so a note (low), never an alarm: a noisy run (epfLLM/Megatron-LLM#11,
+    125.5-130.5 s) is not steady enough to show it, and warm-up makes the first steps slower, not faster."""
+    n = part.height
+    if n < th["shift_tail"] + 2 or n >= th["warmup_points"] + th["min_steps"]:
+        return None
+    v = part.get_column("value")
+    head, tail = v.head(max(n // 2, 2)), v.tail(int(th["shift_tail"]))
+    base = float(head.median())
+    if base <= 0 or (float(head.max()) - float(head.min())) / base > th["shift_steady_tol"]:
+        return None
+    if float(tail.min()) < float(head.max()) * (1 + th["shift_ratio"]):
+        return None
+    return ("shift", part, base, float(tail.median()), None)
+
+
 @PLAYBOOK.detector(("metrics",))
 def detect_metrics(ctx: Context, th: dict) -> Detection | None:
     """Per rank: late/early median ratio with a good linear fit, else repeated robust outliers."""
@@ -55,7 +75,7 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
         return None
     found = []
     for part in s.partition_by("rank", maintain_order=True):
-        short = _short_rise(part.sort("step"), th)
+        short = _short_rise(part.sort("step"), th) or _level_shift(part.sort("step"), th)
         if short is not None:
             found.append(short)
             continue
@@ -81,7 +101,18 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
     kind, part, early, late, extra = found[0]
     rank = part.item(0, "rank")
     where = f" on rank {rank}" if rank is not None else ""
-    if kind == "rise":
+    severity = None
+    if kind == "shift":
+        summary = (f"step time stepped up{where} from a steady ~{M.fmt(early)} ms to ~{M.fmt(late)} ms ({late / early - 1:+.1%}) "
+                   f"at step {part.item(-int(th['shift_tail']), 'step')} and stayed there to the end of the log")
+        first = part.tail(int(th["shift_tail"])).row(0, named=True)
+        quoted = pl.concat([part.head(1), part.tail(int(th["shift_tail"]))])
+        # A synchronous job runs at its slowest member's pace: a slow GPU or node, throttling, a neighbour's job.
+        causes = {"straggler": 0.7, "throttling": 0.4}
+        facts = {"kind": "shift", "early_ms": early, "late_ms": late}
+        count = int(th["shift_tail"])
+        severity = Severity.LOW
+    elif kind == "rise":
         t = extra
         summary = (f"step time rose steadily{where} from ~{M.fmt(early)} ms to ~{M.fmt(late)} ms ({late / early:.2f}x, "
                    f"+{M.fmt(t.slope, 3)} ms per step, R² {t.r2:.2f}) between steps {part.item(0, 'step')} and {part.item(-1, 'step')}")
@@ -108,4 +139,5 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
         summary += f"; the caching allocator reported cache flushes / cudaMalloc retries {pressure.height} time(s)"
         facts["allocator_pressure_reports"] = pressure.height
     return Detection(summary=summary, onset=M.onset_at(first), evidence=M.quote(quoted), evidence_count=count, causes=causes,
-                     cause_evidence=cause_ev, confidence=0.8, facts=facts, ranks=[rank] if rank is not None else [])
+                     cause_evidence=cause_ev, confidence=0.8, facts=facts, ranks=[rank] if rank is not None else [],
+                     severity=severity)
