@@ -87,8 +87,6 @@ STILL_MISSED: dict[str, str] = {
     "hrnet_seg_171_dist_launch_nproc_exceeds_gpus_invalid_ordinal": "on arrival: want unclassified-failure got cuda-context-corruption",
     "classification_pytorch_3_win_access_violation_cuda_version": "on arrival: want driver-runtime-mismatch got None",
     "paa_18_double_free_env_mismatch": "on arrival: want unclassified-failure got None",
-    "deft_17_custom_dataset_stuck_starting_training_cv2_import_order": "on arrival: want silent-hang got None",
-    "tensorflow-wavenet_130_hang_after_restore_missing_data_dir": "on arrival: want silent-hang got None",
     "qwenvl_finetune_10_zero2_overlap_comm_grad_norm_nan": "on arrival: want nan-loss got None",
     "qwen_1104_zero3_incompatible_with_lora_base_model": "on arrival: want unclassified-failure got None",
     "dsvt_31_fp16_nan_tqdm_postfix": "on arrival: want fp16-overflow got None",
@@ -98,9 +96,7 @@ STILL_MISSED: dict[str, str] = {
     "attnsleep_18_majority_class_collapse_gpu_env": "on arrival: want driver-runtime-mismatch got None",
     "bigscience_tr11_176b_chronicles_5pct_tflops_drop_slow_gpu_node": "on arrival: want rank-straggler got None",
     "mozilla_tts_407_speaker_encoder_loadertime_120s_dataloader": "on arrival: want dataloader-bottleneck got None",
-    "pytorch_widedeep_186_device_assert_labels_not_zero_based": "on arrival: want bad-input-data got device-assert",
-    "gtad_30_cuda_oom_4gib_batch_halved": "on arrival: want cuda-oom got allocator-fragmentation",
-    "avatarmav_5_cublas_not_initialized_memory_full": "on arrival: want cuda-oom got unclassified-failure",
+    "pytorch_widedeep_186_device_assert_labels_not_zero_based": "short-paste: want bad-input-data, got device-assert (the paste is only `CUDA error: device-side assert triggered` and its two hint lines: no assert line names a label or an index bound, and a kernel bug reads the same; the labels not starting at 0 are in the thread)",
 }
 
 
