@@ -37,7 +37,8 @@ PLAYBOOK = declare(
         severity=Severity.CRITICAL,
         tables=("events",),
         explains=("nccl-timeout", "silent-hang", "rank-straggler", "checkpoint-failure"),
-        codes=("accelerate_no_batch_size", "cublas_error", "cuda_oom", "mps_oom", "oom_recovered"),
+        codes=("accelerate_no_batch_size", "cublas_error", "cuda_kernel_assert", "cuda_oom", "device_side_assert",
+               "illegal_memory_access", "mps_oom", "oom_recovered"),
         causes=(
             Cause("demand_above_capacity", "The step needs more memory than the GPU has (batch, sequence length or an unsharded model)",
                   verify="Run one step with the same batch and print torch.cuda.max_memory_allocated(); compare with the capacity",
