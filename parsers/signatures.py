@@ -55,6 +55,9 @@ class Signature:
     const: dict = field(default_factory=dict, hash=False, compare=False)
     derive: dict = field(default_factory=dict, hash=False, compare=False)
     at_end: bool = False  # matched only against a log's last non-blank line (extract_at_end), never line by line
+    # An `at_end` form may also stand this many lines from the end (a paste's last stray prints after it), when no
+    # line after it holds a digit: a line without a number reports no step, count or metric (extract_at_end).
+    within: int = 1
 
     @property
     def groups(self) -> list[str]:
@@ -79,6 +82,8 @@ def _check(sig: Signature) -> None:
         raise ValueError(f"{where}: needs at least one non-empty needle")
     if sig.unless is not None and re.compile(sig.unless).groups:
         raise ValueError(f"{where}: `unless` must not capture; use (?:...)")
+    if sig.within != 1 and not (sig.at_end and sig.within > 1):
+        raise ValueError(f"{where}: `within` is for `at_end` forms only, and counts lines (> 1)")
     compiled = re.compile(sig.regex)
     if compiled.groups != len(compiled.groupindex):
         raise ValueError(f"{where}: only named groups may capture; use (?:...)")
@@ -102,6 +107,7 @@ def load() -> tuple[Signature, ...]:
             const=dict(s.get("const", {})),
             derive={k: dict(v) for k, v in s.get("derive", {}).items()},
             at_end=bool(s.get("at_end", False)),
+            within=int(s.get("within", 1)),
         )
         _check(sig)
         out.append(sig)
@@ -288,15 +294,28 @@ def extract(cand: pl.DataFrame) -> pl.DataFrame:
     return events.select(list(SCHEMA)).cast(SCHEMA)
 
 
+def at_end_reach() -> int:
+    """How many of a log's last non-blank lines the `at_end` forms read."""
+    return max([s.within for s in load() if s.at_end], default=1)
+
+
 def extract_at_end(last: pl.DataFrame) -> pl.DataFrame:
     """Events of the `at_end` signatures on the last non-blank line of each log (`last`: prefix-split rows, as for
-    `extract`): where a log stops is evidence only there (a bar at 0 items mid-log is every epoch's start)."""
+    `extract`): where a log stops is evidence only there (a bar at 0 items mid-log is every epoch's start).
+
+    `last` may hold a log's last few lines, with `_after` (non-blank lines after the row in its log) and
+    `_digit_after` (whether one of them holds a digit): a form with `within` > 1 also reads a row up to that many
+    lines from the end when nothing after it holds a number; every other form reads the last line only.
+    """
     sigs = [s for s in load() if s.at_end]
     if last.height == 0 or not sigs:
         return pl.DataFrame(schema=SCHEMA)
+    if "_after" not in last.columns:
+        last = last.with_columns(pl.lit(0).alias("_after"), pl.lit(False).alias("_digit_after"))
     found = []
     for sig in sigs:
-        rows = last.filter(pl.col("msg").str.contains_any(list(sig.needles), ascii_case_insensitive=True))
+        reach = (pl.col("_after") == 0) | ((pl.col("_after") < sig.within) & ~pl.col("_digit_after"))
+        rows = last.filter(reach & pl.col("msg").str.contains_any(list(sig.needles), ascii_case_insensitive=True))
         if rows.height:
             found.append(_apply(rows, sig))
     found = [f for f in found if f.height]

@@ -243,13 +243,24 @@ def _end_events(tails: pl.DataFrame | None, year: int, read_lines: set[int]) -> 
     # The line before, without its Markdown quote marks (the last line's are peeled by split_prefixes).
     two = tails.sort("line").with_columns(pl.col("text").str.replace(QUOTE_MARK, "").shift(1).over("_f").alias("prev"))
     last = split_prefixes(two.filter(pl.col("line") == pl.col("line").max().over("_f")).drop("_f"), year)
-    ends = signatures.extract_at_end(last.drop("prev"))
+    ends = signatures.extract_at_end(_end_rows(two, year))
     lone = [e for e in tails_block.lone_exceptions(last) if e["line"] not in read_lines]
     # A stack cut at both ends (no opener, no exception line), unless a block already ends on its last line.
     lone += [e for e in tails_block.cut_stacks(two) if e["end_line"] not in read_lines]
     if not lone:
         return ends
     return pl.concat([ends, pl.DataFrame(lone, schema=signatures.SCHEMA)], how="vertical_relaxed")
+
+
+def _end_rows(two: pl.DataFrame, year: int) -> pl.DataFrame:
+    """Each log's last few non-blank rows (as many as an `at_end` form reads), prefix-split, with `_after` (rows after
+    it in its log) and `_digit_after` (whether one of those holds a digit: a step, a count or a metric)."""
+    digit = pl.col("text").str.contains(r"\d").cast(pl.Int32)
+    rows = two.with_columns(
+        (pl.len().over("_f") - 1 - pl.int_range(pl.len()).over("_f")).alias("_after"),
+        ((digit.reverse().cum_sum().reverse() - digit).over("_f") > 0).alias("_digit_after"),
+    ).filter(pl.col("_after") < signatures.at_end_reach())
+    return split_prefixes(rows.drop("_f", "prev"), year)
 
 
 def _read(src, year: int, out: _Output) -> tuple[ReadStats, dict]:

@@ -70,6 +70,8 @@ EXTRA_LINES = [
     # log_end's plugin set-up and init_process_group-preamble forms (at_end: cases in tests/test_start_up_stop_lines.py)
     'Setting up PyTorch plugin "bias_act_plugin"...',  # OBS NVlabs/stylegan2-ada-pytorch#41
     "training on multiple gpus, this gpu 3",  # OBS wenet-e2e/wenet#812
+    # log_end's train_start form (at_end: cases in tests/test_train_start_hang.py), OBS princeton-nlp/LLM-Shearing#53
+    "Starting training...",
     "Currently allocated     : 1.50 GiB",  # cuda_oom_detail (REC)
     "RuntimeError: NCCL Error 2: unhandled system error",  # torch nccl.cpp 1.x, OBS amdegroot/ssd.pytorch#577
     "RuntimeError: NCCL communicator was aborted on rank 2.  Original reason for failure was: [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1806151 milliseconds before timing out.",

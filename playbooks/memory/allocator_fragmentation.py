@@ -42,15 +42,16 @@ PLAYBOOK = declare(
         doc="""\
 ## Symptom
 At an out-of-memory error, the memory PyTorch has reserved but not allocated is a large share of the
-GPU (default more than 20%) and, with the free memory, would have held the request: the allocation
-failed although the cache holds enough bytes.
+GPU (default more than 20%) and would have held the request by itself: the allocation failed although
+the cache holds enough bytes.
 
 ## Why it matters
 The job dies with memory nominally available; a smaller batch is the wrong fix and wastes the GPU.
 
 ## Evidence
 `events`: the OOM message's `reserved by PyTorch but unallocated` figure (new format) or
-`reserved in total by PyTorch` minus `already allocated` (1.x bracket format), against the capacity.
+`reserved in total by PyTorch` minus `already allocated` (1.x bracket format; 1.0–1.3's `cached` figure is
+that difference already), against the capacity.
 
 Without any OOM, DeepSpeed's `N pytorch allocator cache flushes since last step` warnings and a
 memory summary's `cudaMalloc retries: N` show the allocator freeing its cache to satisfy requests:
@@ -60,8 +61,10 @@ reports on), never more: they do not tell fragmentation from a working set near 
 ## Known false positives
 Cache flushes and cudaMalloc retries in a run that also ran out of memory are left to the OOM's
 numbers: they precede every OOM, fragmented or not, and must not make this playbook the root of a
-plain demand OOM. A request larger than the free plus the reserved-but-unallocated memory is demand, not
-fragmentation (no arrangement of the cached blocks would have fit it): this playbook stays silent
+plain demand OOM. A request larger than the reserved-but-unallocated memory is demand, not fragmentation:
+before raising, the allocator returns every unsplit cached block to the driver, so what stays reserved lies
+in segments partly in use and cannot join the free memory (no arrangement of the cached blocks would have
+fit the request; 4 GiB asked with 3.78 GiB cached and 1.75 GiB free is demand): this playbook stays silent
 and cuda-oom ranks demand first. The advice sentence `If reserved but unallocated memory is large …`
 is printed with every OOM and proves nothing by itself.
 """,
@@ -83,9 +86,10 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         size_mib(field("free")).alias("free"),
     ).filter(pl.col("cap").is_not_null() & pl.col("frag").is_not_null())
     ev = ev.filter(pl.col("frag") / pl.col("cap") >= th["reserved_share"])
-    # Only when the request would fit into free plus reserved-but-unallocated memory: a request larger
-    # than both is demand, and no allocator setting would have saved it.
-    ev = ev.filter(pl.col("req").is_null() | pl.col("free").is_null() | (pl.col("req") <= pl.col("free") + pl.col("frag")))
+    # Only when the request would fit into the reserved-but-unallocated memory alone: what stays reserved at the
+    # failure lies in segments partly in use (the allocator returned the rest before raising), so it cannot join the
+    # free memory; a larger request is demand, and no allocator setting would have saved it (cuda_oom._causes).
+    ev = ev.filter(pl.col("req").is_null() | (pl.col("req") <= pl.col("frag")))
     if ev.height == 0:
         return None
     row = ev.row(0, named=True)

@@ -13,6 +13,17 @@ from forensics.contracts.model import Cause, Detection, Severity
 OOM_CODES = ("cuda_oom", "mps_oom")
 # cuBLAS cannot allocate its handle or workspace: the device is out of memory, without numbers.
 CUBLAS_OOM = "CUBLAS_STATUS_ALLOC_FAILED"
+# cublasCreate's NOT_INITIALIZED: the handle's set-up (a CUDA context and workspace on the device) failed. PyTorch's
+# `CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`` and TensorFlow's `failed to create cublas
+# handle: CUBLAS_STATUS_NOT_INITIALIZED` are, in the public threads, a GPU with too little memory left for it
+# (tensorflow/tensorflow#9489, QwenLM/Qwen#120, OpenBMB/VisCPM#3, karpathy/llama2.c#279, YuelangX/AvatarMAV#5, and
+# discuss.pytorch.org/t/125450 that they cite); an index past an embedding's size is the other reading
+# (EleutherAI/lm-evaluation-harness#1689, wzk1015/video-bgm-generation#27), which a device-side assert shows: then it
+# is that playbook's. NOT_INITIALIZED at any other call is not a handle's creation and says nothing of memory.
+CUBLAS_HANDLE = r"(?i)cublasCreate|create cublas handle"
+CUBLAS_NOT_INIT = "CUBLAS_STATUS_NOT_INITIALIZED"
+# A kernel's out-of-bounds access reported first (device-assert's evidence): the handle failure is its aftermath.
+KERNEL_FAULT_CODES = ("cuda_kernel_assert", "device_side_assert", "illegal_memory_access")
 # accelerate's find_executable_batch_size swallows each OOM and halves the batch; this is its last word.
 BATCH_FINDER_CODES = ("accelerate_no_batch_size",)
 # A trainer's OOM handler reports the skipped batch within this many lines of the OOM message.
@@ -26,7 +37,8 @@ PLAYBOOK = declare(
         severity=Severity.CRITICAL,
         tables=("events",),
         explains=("nccl-timeout", "silent-hang", "rank-straggler", "checkpoint-failure"),
-        codes=("accelerate_no_batch_size", "cublas_error", "cuda_oom", "mps_oom", "oom_recovered"),
+        codes=("accelerate_no_batch_size", "cublas_error", "cuda_kernel_assert", "cuda_oom", "device_side_assert",
+               "illegal_memory_access", "mps_oom", "oom_recovered"),
         causes=(
             Cause("demand_above_capacity", "The step needs more memory than the GPU has (batch, sequence length or an unsharded model)",
                   verify="Run one step with the same batch and print torch.cuda.max_memory_allocated(); compare with the capacity",
@@ -58,7 +70,9 @@ PLAYBOOK = declare(
 A device allocation failed: `CUDA out of memory. Tried to allocate …` (every PyTorch era, also
 `torch.OutOfMemoryError`, HIP/XPU/MPS forms, `CUDA error: out of memory` outside the caching
 allocator, NCCL's `Cuda failure 2 'out of memory'`, `CUBLAS_STATUS_ALLOC_FAILED` when cuBLAS cannot
-allocate its handle or workspace, XLA:TPU's compile-time `Ran out of memory in memory space hbm. Used
+allocate its handle or workspace, `CUBLAS_STATUS_NOT_INITIALIZED` when creating the handle failed
+(`cublasCreate(handle)`, TensorFlow's `failed to create cublas handle`: a GPU without memory left for it, unless a
+device-side assert came first), XLA:TPU's compile-time `Ran out of memory in memory space hbm. Used
 8.38G of 8.00G hbm.` when the program's buffers do not fit the TPU's HBM), or accelerate's batch-size finder gives up (`No executable batch
 size found, reached zero`: it caught an OOM at every batch size down to one sample, so the demand of
 a single sample is above what the GPU has free).
@@ -70,8 +84,9 @@ so the first OOM is usually the root of a cascade of NCCL timeouts and launcher 
 ## Evidence
 `events` with an OOM code. The numbers of the message tell the causes apart: requested size,
 capacity, free, allocated by PyTorch, reserved-but-unallocated, and `Process N has X memory in use`
-sentences naming other processes. A request larger than free plus reserved-but-unallocated memory is
-demand; one that would fit into them is fragmentation; other processes holding more than the
+sentences naming other processes. A request larger than the reserved-but-unallocated memory is demand
+(what stays reserved at the failure lies in segments partly in use and cannot join the free memory); one
+that would fit into it is fragmentation; other processes holding more than the
 shortfall make the foreign-process cause outrank demand. In a container NVML cannot match the job's
 own PID, so the message lists the job itself as `Process N` (and has no `this process has` sentence):
 the smallest listed amount that holds all of PyTorch's reservation is taken as the job, not a
@@ -143,6 +158,10 @@ def detect_oom_events(ctx: Context, th: dict) -> Detection | None:
     count = event_count(ev)
     more = f" ({count} OOM errors on {len(ranks)} rank(s))" if count > 1 else ""
     caught = "; the program caught it and went on (batch skipped), the run did not crash" if recovered else ""
+    # A handle that cuBLAS could not create says memory only by what it usually means: worded and weighed so.
+    handle = first["code"] == "cublas_error" and CUBLAS_NOT_INIT in str(first["message"])
+    if handle:
+        numbers = ": cuBLAS could not create its handle (CUBLAS_STATUS_NOT_INITIALIZED), most often a GPU with no memory left for it"
     return Detection(
         summary=f"{kind} out of memory{where}{step}{gpu}{numbers}{more}{caught}",
         onset=onset_of(ev),
@@ -155,7 +174,7 @@ def detect_oom_events(ctx: Context, th: dict) -> Detection | None:
         ranks=ranks,
         # A caught OOM costs a skipped batch or a smaller batch, not the run: noted, not raised.
         severity=Severity.INFO if recovered else None,
-        confidence=0.7 if recovered else 0.95,
+        confidence=0.7 if recovered or handle else 0.95,
     )
 
 
@@ -163,7 +182,11 @@ def device_oom_events(ctx: Context) -> pl.DataFrame:
     """Every device allocation failure the logs print (OOM messages and cuBLAS allocation failures), earliest first."""
     # TensorFlow names the allocator's device: a `device:CPU` allocation failure is host memory, not the GPU's.
     ev = ctx.events_of(*OOM_CODES).filter(field("tf_device").fill_null("").str.to_uppercase() != "CPU")
-    cublas = ctx.events_of("cublas_error").filter(pl.col("message").str.contains(CUBLAS_OOM, literal=True))
+    cublas = ctx.events_of("cublas_error")
+    handle = pl.col("message").str.contains(CUBLAS_NOT_INIT, literal=True) & pl.col("message").str.contains(CUBLAS_HANDLE)
+    if cublas.height and ctx.events_of(*KERNEL_FAULT_CODES).height:
+        handle = pl.lit(False)
+    cublas = cublas.filter(pl.col("message").str.contains(CUBLAS_OOM, literal=True) | handle)
     if cublas.height:
         ev = sort_by_onset(pl.concat([ev, cublas], how="vertical_relaxed"))
     return ev
@@ -193,8 +216,13 @@ def _causes(th: dict, *, cap: float | None, req: float | None, free: float | Non
     causes: dict[str, float] = {}
     discount: dict[str, float] = {}
     shortfall = None if req is None or free is None else max(req - free, 0.0)
-    # The request fits into free plus reserved-but-unallocated memory: the bytes exist, split up.
-    fits_if_defragmented = shortfall is not None and frag is not None and frag >= shortfall
+    # The request fits into the reserved-but-unallocated memory alone: the cache holds that many bytes, split up.
+    # Before it raises, the allocator has returned every unsplit cached block to the driver (c10/cuda/
+    # CUDACachingAllocator.cpp: "The only remaining cached memory is split from a larger block that is partially
+    # in-use"), so what stays reserved cannot join the free memory: a request larger than it needs new device
+    # memory, and no allocator setting saves it (gtad#30: 4 GiB asked, 3.78 GiB cached, 1.75 GiB free; halving the
+    # batch fixed it).
+    fits_if_defragmented = shortfall is not None and frag is not None and req is not None and frag >= req
     if cap and foreign and foreign / cap >= th["foreign_share"]:
         causes["foreign_process"] = 1.0
         if shortfall is None or foreign >= shortfall:

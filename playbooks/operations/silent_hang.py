@@ -95,7 +95,10 @@ the last line proves it); a log whose last line is a process-group start-up line
 store_based_barrier_key:1 to store for rank: 0` or `Waiting in store based barrier …`, torchrun's `[default]
 Rendezvous'ing worker group`) with no error in the run (low: a paste may just stop there); a log that stops on a
 later line of the JIT build (`Emitting ninja build file …`, `Building extension module X...`, `Loading extension module
-X...`) with no error in the run (low); a Ctrl-C traceback whose innermost frame is a blocking wait (a queue get, a poll,
+X...`) with no error in the run (low); a log that stops on the announcement that training starts (`Starting
+training...`, `Starting training from iteration 0`) or that a checkpoint restore finished (`Restoring... Done.`,
+TensorFlow's `Restoring parameters from …`), at most two number-free lines before its end, with no metric line in
+that log and no error in the run (low: the first step never came, or a paste stopped there); a Ctrl-C traceback whose innermost frame is a blocking wait (a queue get, a poll,
 a lock, a join, a collective), or a log that ends in such a stack with no exception line (low: an interrupt alone proves
 no hang); a `^C` that interrupted worker processes (`^CProcess Process-8:`, or tracebacks from multiprocessing's child
 bootstrap) when no traceback shows work under way (low).
@@ -116,7 +119,8 @@ the stop is the scheduler's, not a failure of the run; srun's `task N: Terminate
 that follow are its consequence. A log whose extensions-root line is followed by anything (the build,
 `Loading extension module`, training), a restart that prints every rank twice, and a paste that ends on a
 fresh progress bar with no finished loop before it are no finding; nor are start-up lines followed by
-anything (most DeepSpeed logs print them and go on), or Lightning's registration lines of every member. A Ctrl-C
+anything (most DeepSpeed logs print them and go on), or Lightning's registration lines of every member. A start announcement followed by a line with a number (a
+progress bar, a step, a loss), or in a log that logged any metric line before it, is no finding. A Ctrl-C
 whose tracebacks show work (a forward, a worker's `__getitem__`) is an ordinary interrupt and no finding.
 """,
     )

@@ -1,0 +1,42 @@
+"""silent-hang from a log that stops on the start of training (or a finished restore) before any step was logged."""
+
+from __future__ import annotations
+
+import polars as pl
+from forensics.playbooks.evidence import detection, events
+from forensics.playbooks.fields import field
+from forensics.playbooks.operations.silent_hang import PLAYBOOK
+
+from forensics.contracts.context import Context
+from forensics.contracts.model import Detection, Severity
+
+# The log stops on `Starting training...`, `Restoring... Done.`, `Restoring parameters from <ckpt>` (an `at_end`
+# signature: parsers/signatures.toml, form train_start), at most a few number-free lines from its end.
+END_CODES = ("log_end",)
+ERROR_SEVERITIES = ("error",)
+
+
+@PLAYBOOK.detector(("events", "metrics"))
+def detect_train_start_end(ctx: Context, th: dict) -> Detection | None:
+    """A log that ends on a start-of-training announcement or a finished checkpoint restore, with no step or metric
+    line anywhere in that log and no error in the run: the first step may never have come (a data pipeline that
+    delivers no batch: tensorflow-wavenet#130's missing data_dir, light_head_rcnn#17's image loop; a deadlock in the
+    first step: DEFT#17's import order).
+
+    Circumstantial: a paste may stop there, and a first step can take minutes (detectron2#767), so low. A log with any
+    metric line has made progress (an end there is a later phase a paste cut), and an error means the run crashed.
+    """
+    stop = events(ctx, END_CODES).filter(field("form") == "train_start")
+    if stop.height == 0 or ctx.events.filter(pl.col("severity").is_in(ERROR_SEVERITIES)).height:
+        return None
+    files = stop.get_column("file").unique().to_list()
+    progressed = (ctx.metric_lines().filter(pl.col("file").cast(pl.String).is_in(files))
+                  .select(pl.col("file").cast(pl.String).unique()).collect().get_column("file").to_list())
+    stop = stop.filter(~pl.col("file").is_in(progressed))
+    if stop.height == 0:
+        return None
+    last = stop.row(0, named=True)
+    return detection(stop, "the log stops at `" + str(last["message"]).strip()[:120] + "` with no step or metric line "
+                           "logged and no error: the first step may never have come (a data pipeline that delivers no "
+                           "batch, a deadlock in the first step); unproven, as a paste may simply stop there",
+                     {"stuck_dataloader": 0.7, "collective_deadlock": 0.3}, confidence=0.3, severity=Severity.LOW)
