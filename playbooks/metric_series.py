@@ -67,7 +67,7 @@ def series(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bo
     name = have[0]
 
     def compute() -> pl.DataFrame:
-        return ts.series(ctx.metric_rows(name), name, finite=finite, dedupe=dedupe)
+        return ts.series(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe)
 
     # Only the series many playbooks read are kept: the others would hold memory for nothing.
     return ctx.memo_frame(("series", name, finite, dedupe), compute) if name in SHARED else compute()
