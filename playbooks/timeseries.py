@@ -173,21 +173,21 @@ def _ensure_cols(df: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame
     return df.with_columns(pl.lit(None, t).alias(c) for c, t in missing.items() if c not in have)
 
 
-# A row's position in the series a helper was given (see `_slim`).
+# A row's position in the series a helper was given (see `slim`).
 AT = "_at"
 
 
-def _slim(s: pl.DataFrame, *cols: str) -> pl.DataFrame:
+def slim(s: pl.DataFrame, *cols: str) -> pl.DataFrame:
     """The columns a helper computes on (rank, step, value and `cols`) with each row's position in `s` (`AT`).
 
     A big series is mostly its provenance strings (file, name, source): helpers that filter, sort or
-    partition the series work on this instead, and `_fetch` takes the provenance of the rows they keep,
+    partition the series work on this instead, and `fetch` takes the provenance of the rows they keep,
     so they copy a few numeric columns, not every string of every row."""
     return _ensure_cols(s).select(pl.int_range(pl.len(), dtype=pl.UInt32).alias(AT), "rank", "step", "value", *cols)
 
 
-def _fetch(out: pl.DataFrame, s: pl.DataFrame, cols: Sequence[str]) -> pl.DataFrame:
-    """`out` (rows of `_slim(s)`, or aggregates holding one `AT` each) with `cols` of those rows of `s` in place
+def fetch(out: pl.DataFrame, s: pl.DataFrame, cols: Sequence[str]) -> pl.DataFrame:
+    """`out` (rows of `slim(s)`, or aggregates holding one `AT` each) with `cols` of those rows of `s` in place
     of `AT`; `cols` go where `AT` was."""
     at = out.columns.index(AT)
     got = _ensure_cols(s).select(cols)[out.get_column(AT)]
@@ -298,7 +298,7 @@ def runs(s: pl.DataFrame, predicate: pl.Expr, min_points: int = 1) -> pl.DataFra
                                     "file": pl.String, "line": pl.Int64, "to_end": pl.Boolean})
     # The columns the predicate reads, and the row positions for the provenance of each run's first point.
     need = [c for c in predicate.meta.root_names() if c not in ("rank", "step", "value")]
-    flagged = _slim(s, *dict.fromkeys(need)).sort("rank", "step", nulls_last=True).with_columns(
+    flagged = slim(s, *dict.fromkeys(need)).sort("rank", "step", nulls_last=True).with_columns(
         predicate.fill_null(False).alias("_p"),
         (pl.int_range(pl.len()).over("rank")).alias("_i"),
         pl.len().over("rank").alias("_n"),
@@ -319,7 +319,7 @@ def runs(s: pl.DataFrame, predicate: pl.Expr, min_points: int = 1) -> pl.DataFra
         .drop("_run")
         .sort("start_step", "rank", nulls_last=True)
     )
-    return _fetch(out, s, ["file", "line"])
+    return fetch(out, s, ["file", "line"])
 
 
 def onset(s: pl.DataFrame, predicate: pl.Expr, min_points: int = 1) -> Onset | None:
@@ -437,7 +437,7 @@ def robust_z(s: pl.DataFrame, window: int = 50, min_points: int = 10,
     right-skewed, and their ordinary upper tail is not a spike. Windows with fewer than `min_points` values give no z. Non-finite rows are dropped.
     """
     z = _robust_z(s, window, min_points, rel_floor, abs_floor, upper_q)
-    return _fetch(z.drop("rank", "step", "value"), s, _ensure_cols(s).columns)
+    return fetch(z.drop("rank", "step", "value"), s, _ensure_cols(s).columns)
 
 
 def _robust_z(s: pl.DataFrame, window: int, min_points: int, rel_floor: float, abs_floor: float,
@@ -449,7 +449,7 @@ def _robust_z(s: pl.DataFrame, window: int, min_points: int, rel_floor: float, a
     over the largest floor bounds |z| from above (division rounds monotonically); a point whose
     bound is not above k is no spike whatever its MAD. The MAD, a median per window, is the
     costly part; the bound needs only the rolling median, and few points pass it."""
-    f = _slim(s).filter(pl.col("value").is_finite()).sort("rank", "step", nulls_last=True)
+    f = slim(s).filter(pl.col("value").is_finite()).sort("rank", "step", nulls_last=True)
     parts = f.partition_by("rank", maintain_order=True) if f.height else []
     xs = [part.get_column("value").to_numpy() for part in parts]
     heads = [_trailing_head(x, window, min_points) for x in xs]
@@ -502,7 +502,7 @@ def spikes(s: pl.DataFrame, k: float = 5.0, window: int = 50, min_points: int = 
     """
     z = _robust_z(s, window, min_points, rel_floor, 1e-12, upper_q, beyond=(k, direction))
     cond = {"up": pl.col("z") > k, "down": pl.col("z") < -k, "both": pl.col("z").abs() > k}[direction]
-    z = _fetch(z.filter(cond.fill_null(False)).drop("rank", "step", "value"), s, _ensure_cols(s).columns)
+    z = fetch(z.filter(cond.fill_null(False)).drop("rank", "step", "value"), s, _ensure_cols(s).columns)
     return z.with_columns((pl.col("value") / pl.col("median")).alias("ratio"))
 
 
@@ -574,7 +574,7 @@ def plateaus(s: pl.DataFrame, rel_tol: float = 0.02, min_points: int = 20, q: fl
     covers it; consecutive covered points form one plateau. Finite values only.
     Columns: rank, start_step, end_step, points, level, rel_spread, rel_drift, to_end, file, line.
     """
-    f = _slim(s).filter(pl.col("value").is_finite()).sort("rank", "step", nulls_last=True)
+    f = slim(s).filter(pl.col("value").is_finite()).sort("rank", "step", nulls_last=True)
     w = min_points
     v = pl.col("value")
     f = f.with_columns(
@@ -613,7 +613,7 @@ def plateaus(s: pl.DataFrame, rel_tol: float = 0.02, min_points: int = 20, q: fl
         .drop("_run", "_m0", "_m1")
         .sort("start_step", "rank", nulls_last=True)
     )
-    return _fetch(g, s, ["file", "line"])
+    return fetch(g, s, ["file", "line"])
 
 
 def plateau(s: pl.DataFrame, rel_tol: float = 0.02, min_points: int = 20, q: float = 0.05,
@@ -820,7 +820,7 @@ def rank_spread(s: pl.DataFrame, min_ranks: int = 2) -> pl.DataFrame:
     worst_rank (the rank farthest from the median), line and file of that rank's row.
     Finite values only; sorted by step.
     """
-    f = _slim(s).filter(pl.col("value").is_finite() & pl.col("rank").is_not_null())
+    f = slim(s).filter(pl.col("value").is_finite() & pl.col("rank").is_not_null())
     g = f.with_columns(pl.col("value").median().over("step").alias("_med"), pl.len().over("step").alias("ranks"))
     g = g.filter(pl.col("ranks") >= min_ranks).with_columns((pl.col("value") - pl.col("_med")).abs().alias("_dev"))
     agg = g.sort("step", "_dev", "rank", descending=[False, True, False]).group_by("step", maintain_order=True).agg(
@@ -831,7 +831,7 @@ def rank_spread(s: pl.DataFrame, min_ranks: int = 2) -> pl.DataFrame:
         pl.col("rank").first().alias("worst_rank"),
         pl.col(AT).first(),
     )
-    return _fetch(agg, s, ["line", "file"]).with_columns(
+    return fetch(agg, s, ["line", "file"]).with_columns(
         ((pl.col("max") - pl.col("min")) / pl.max_horizontal(pl.col("median").abs(), pl.lit(1e-12))).alias("rel_diff")
     ).sort("step")
 

@@ -174,12 +174,12 @@ def _zeroed(ctx: Context, loss: pl.DataFrame) -> M.ts.Onset | None:
     g = M.series(ctx, M.GRAD_NORM)
     if g.height == 0 or loss.height == 0:
         return None
-    g = g.filter(pl.col("value").is_finite().cum_max().over("rank"))  # after the first finite grad norm
-    nan_steps = g.filter(pl.col("value").is_nan()).select("rank", "step")
+    after = pl.col("value").is_finite().cum_max().over("rank")  # after the first finite grad norm
+    nan_steps = g.select("rank", "step", "value").filter(after & pl.col("value").is_nan()).select("rank", "step")
     zero = loss.join(nan_steps, on=["rank", "step"], how="semi", nulls_equal=True).filter(pl.col("value") == 0.0)
     if zero.height == 0:
         return None
-    return M.ts.onset(g, pl.col("value").is_nan(), 1)
+    return M.ts.onset(g.filter(after), pl.col("value").is_nan(), 1)
 
 
 def _megatron_counter(ctx: Context) -> M.ts.Onset | None:
