@@ -226,6 +226,22 @@ def series(
     lf = _ensure_cols(lf).filter(pl.col("name").is_in(wanted))
     if rank is not None:
         lf = lf.filter(pl.col("rank") == rank)
+    if not dedupe:
+        out = _clean(lf, finite, dedupe).collect()
+    else:
+        # Every step below works within one rank, and deduplicated rows have no ties to order, so the ranks are
+        # cleaned one at a time (in the final rank order): the sorts' temporaries hold one rank's rows, not all.
+        parts = lf.collect().partition_by("rank", maintain_order=True)
+        parts.sort(key=lambda p: (p.item(0, "rank") is None, p.item(0, "rank") or 0))
+        out = pl.concat([_clean(parts.pop(0).lazy(), finite, dedupe).collect() for _ in range(len(parts))]) \
+            if parts else _clean(lf, finite, dedupe).collect()
+    if out.height == 0 and isinstance(metrics, pl.LazyFrame) and metrics.select(pl.len()).collect().item() == 0:
+        return empty  # what an empty table gives (below)
+    return out.with_columns(pl.col(pl.Categorical).cast(pl.String))
+
+
+def _clean(lf: pl.LazyFrame, finite: bool, dedupe: bool) -> pl.LazyFrame:
+    """`series`' query over the rows of one metric (see there)."""
     grp = ["file", "rank"]
     lf = (
         # Files in name order even where the column is categorical (its codes follow first appearance).
@@ -252,10 +268,7 @@ def series(
               .drop("_i"))
     have = lf.collect_schema().names()
     cols = [c for c in SERIES_COLS if c in have] + [c for c in ("name", "source") if c in have]
-    out = lf.select(cols).sort("rank", "step", nulls_last=True).collect()
-    if out.height == 0 and isinstance(metrics, pl.LazyFrame) and metrics.select(pl.len()).collect().item() == 0:
-        return empty  # what an empty table gives (below)
-    return out.with_columns(pl.col(pl.Categorical).cast(pl.String))
+    return lf.select(cols).sort("rank", "step", nulls_last=True)
 
 
 def restarts(metrics: pl.DataFrame | pa.Table, name: str | Sequence[str] = "loss") -> pl.DataFrame:
@@ -441,15 +454,30 @@ def robust_z(s: pl.DataFrame, window: int = 50, min_points: int = 10,
 
 
 def _robust_z(s: pl.DataFrame, window: int, min_points: int, rel_floor: float, abs_floor: float,
-              upper_q: float | None, beyond: tuple[float, str] | None = None) -> pl.DataFrame:
+              upper_q: float | None, beyond: tuple[float, str] | None = None, keep: pl.Expr | None = None) -> pl.DataFrame:
     """robust_z; with `beyond` = (k, direction), the MAD (and so z) only of the points that can be
-    `k` robust deviations out in that direction: the others get a null z.
+    `k` robust deviations out in that direction: the others get a null z. With `keep`, only the rows it holds for.
 
     Which points can: the scale is the largest of 1.4826 * MAD and the floors, so |value - median|
     over the largest floor bounds |z| from above (division rounds monotonically); a point whose
     bound is not above k is no spike whatever its MAD. The MAD, a median per window, is the
-    costly part; the bound needs only the rolling median, and few points pass it."""
+    costly part; the bound needs only the rolling median, and few points pass it.
+
+    Every window is within one rank, so the ranks are scored one at a time (the temporaries hold one rank's points)
+    and `keep` filters each before the next."""
     f = slim(s).filter(pl.col("value").is_finite()).sort("rank", "step", nulls_last=True)
+    parts = f.partition_by("rank", maintain_order=True) if f.height else [f]
+    del f
+    out = []
+    while parts:
+        z = _robust_z_rank(parts.pop(0), window, min_points, rel_floor, abs_floor, upper_q, beyond)
+        out.append(z if keep is None else z.filter(keep))
+    return pl.concat(out)
+
+
+def _robust_z_rank(f: pl.DataFrame, window: int, min_points: int, rel_floor: float, abs_floor: float,
+                   upper_q: float | None, beyond: tuple[float, str] | None) -> pl.DataFrame:
+    """_robust_z of one rank's finite points, sorted by step (or of no points)."""
     parts = f.partition_by("rank", maintain_order=True) if f.height else []
     xs = [part.get_column("value").to_numpy() for part in parts]
     heads = [_trailing_head(x, window, min_points) for x in xs]
@@ -500,9 +528,9 @@ def spikes(s: pl.DataFrame, k: float = 5.0, window: int = 50, min_points: int = 
 
     Columns: those of the series plus median, mad, scale, z, ratio (value / median).
     """
-    z = _robust_z(s, window, min_points, rel_floor, 1e-12, upper_q, beyond=(k, direction))
     cond = {"up": pl.col("z") > k, "down": pl.col("z") < -k, "both": pl.col("z").abs() > k}[direction]
-    z = fetch(z.filter(cond.fill_null(False)).drop("rank", "step", "value"), s, _ensure_cols(s).columns)
+    z = _robust_z(s, window, min_points, rel_floor, 1e-12, upper_q, beyond=(k, direction), keep=cond.fill_null(False))
+    z = fetch(z.drop("rank", "step", "value"), s, _ensure_cols(s).columns)
     return z.with_columns((pl.col("value") / pl.col("median")).alias("ratio"))
 
 
