@@ -313,12 +313,22 @@ def runs(s: pl.DataFrame, predicate: pl.Expr, min_points: int = 1) -> pl.DataFra
                                     "file": pl.String, "line": pl.Int64, "to_end": pl.Boolean})
     # The columns the predicate reads, and the row positions for the provenance of each run's first point.
     need = [c for c in predicate.meta.root_names() if c not in ("rank", "step", "value")]
-    flagged = slim(s, *dict.fromkeys(need)).sort("rank", "step", nulls_last=True).with_columns(
+    rows = slim(s, *dict.fromkeys(need))
+    # Runs are within one rank and the predicate is row-wise: one rank at a time, so the temporaries hold one rank's rows.
+    ranks = rows.get_column("rank").unique().sort(nulls_last=True).to_list()
+    out = pl.concat([_runs_of(rows.filter(pl.col("rank").eq_missing(r)), predicate) for r in ranks])
+    out = out.filter(pl.col("points") >= min_points).sort("start_step", "rank", nulls_last=True)
+    return fetch(out, s, ["file", "line"])
+
+
+def _runs_of(rows: pl.DataFrame, predicate: pl.Expr) -> pl.DataFrame:
+    """`runs` of one rank's rows of `slim` (`AT` in place of file and line, every run however short)."""
+    flagged = rows.sort("rank", "step", nulls_last=True).with_columns(
         predicate.fill_null(False).alias("_p"),
         (pl.int_range(pl.len()).over("rank")).alias("_i"),
         pl.len().over("rank").alias("_n"),
     ).with_columns((pl.col("_p") != pl.col("_p").shift(1).over("rank")).fill_null(True).cum_sum().alias("_run"))
-    out = (
+    return (
         flagged.filter(pl.col("_p"))
         .group_by("rank", "_run", maintain_order=True)
         .agg(
@@ -330,11 +340,8 @@ def runs(s: pl.DataFrame, predicate: pl.Expr, min_points: int = 1) -> pl.DataFra
             pl.col(AT).first(),
             (pl.col("_i").last() == pl.col("_n").last() - 1).alias("to_end"),
         )
-        .filter(pl.col("points") >= min_points)
         .drop("_run")
-        .sort("start_step", "rank", nulls_last=True)
     )
-    return fetch(out, s, ["file", "line"])
 
 
 def onset(s: pl.DataFrame, predicate: pl.Expr, min_points: int = 1) -> Onset | None:
