@@ -66,11 +66,14 @@ def series(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bo
         return ts.series(pl.DataFrame(), "none")
     name = have[0]
 
-    def compute() -> pl.DataFrame:
-        return ts.series(ctx.metric_rows(name), name, finite=finite, dedupe=dedupe)
+    def compute(strings: bool = True) -> pl.DataFrame:
+        return ts.series(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe, strings=strings)
 
-    # Only the series many playbooks read are kept: the others would hold memory for nothing.
-    return ctx.memo_frame(("series", name, finite, dedupe), compute) if name in SHARED else compute()
+    # Only the series many playbooks read are kept: the others would hold memory for nothing. A kept one is
+    # stored with categorical strings (what memo_frame keeps), so it is never held as plain strings while stored.
+    if name in SHARED:
+        return ctx.memo_frame(("series", name, finite, dedupe), lambda: compute(strings=False))
+    return compute()
 
 
 def quote(rows: pl.DataFrame, limit: int = 8) -> list[Evidence]:

@@ -164,21 +164,44 @@ def names(metrics: pl.DataFrame | pa.Table) -> set[str]:
     return set(df.get_column("name").unique().drop_nulls().to_list()) if df.height else set()
 
 
-def _ensure_cols(df: pl.DataFrame) -> pl.DataFrame:
+def _ensure_cols(df: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
     """Add the optional provenance columns as nulls so every helper can select them."""
     missing = {
         "file": pl.String, "line": pl.Int64, "ts": pl.Datetime("us", "UTC"), "rank": pl.Int32,
     }
-    return df.with_columns(pl.lit(None, t).alias(c) for c, t in missing.items() if c not in df.columns)
+    have = df.collect_schema().names()
+    return df.with_columns(pl.lit(None, t).alias(c) for c, t in missing.items() if c not in have)
+
+
+# A row's position in the series a helper was given (see `slim`).
+AT = "_at"
+
+
+def slim(s: pl.DataFrame, *cols: str) -> pl.DataFrame:
+    """The columns a helper computes on (rank, step, value and `cols`) with each row's position in `s` (`AT`).
+
+    A big series is mostly its provenance strings (file, name, source): helpers that filter, sort or
+    partition the series work on this instead, and `fetch` takes the provenance of the rows they keep,
+    so they copy a few numeric columns, not every string of every row."""
+    return _ensure_cols(s).select(pl.int_range(pl.len(), dtype=pl.UInt32).alias(AT), "rank", "step", "value", *cols)
+
+
+def fetch(out: pl.DataFrame, s: pl.DataFrame, cols: Sequence[str]) -> pl.DataFrame:
+    """`out` (rows of `slim(s)`, or aggregates holding one `AT` each) with `cols` of those rows of `s` in place
+    of `AT`; `cols` go where `AT` was."""
+    at = out.columns.index(AT)
+    got = _ensure_cols(s).select(cols)[out.get_column(AT)]
+    return pl.concat([out.select(out.columns[:at]), got, out.select(out.columns[at + 1:])], how="horizontal")
 
 
 def series(
-    metrics: pl.DataFrame | pa.Table,
+    metrics: pl.DataFrame | pa.Table | pl.LazyFrame,
     name: str | Sequence[str],
     *,
     rank: int | None = None,
     dedupe: bool = True,
     finite: bool = False,
+    strings: bool = True,
 ) -> pl.DataFrame:
     """One metric (or aliases of it) as a clean series sorted by rank and step.
 
@@ -186,18 +209,45 @@ def series(
     its file (1, 2, ...) stands in for the step; otherwise rows without a step are
     dropped (the console dicts of HF Trainer lose to trainer_state.json). With `dedupe`, each (rank, step) keeps its last occurrence in file/line
     order. `finite` drops NaN/Inf rows.
+
+    `metrics` may be a lazy frame (a cached run's rows of the name, dictionary columns categorical): the clean-up
+    then runs as one query and only the series it keeps becomes plain strings, so a big metric's rows are not
+    held as strings and copied at every step (at 3M rows, about 300 MiB less at the peak). With `strings=False`
+    the categorical columns of a lazy frame's rows stay categorical (for a series kept on disk).
     """
     wanted = [name] if isinstance(name, str) else list(name)
-    df = prepare(metrics)
-    if df.height == 0:
-        return pl.DataFrame(schema={"file": pl.String, "line": pl.Int64, "ts": pl.Datetime("us", "UTC"),
-                                    "rank": pl.Int32, "step": pl.Int64, "value": pl.Float64, "name": pl.String})
-    df = _ensure_cols(df).filter(pl.col("name").is_in(wanted))
+    empty = pl.DataFrame(schema={"file": pl.String, "line": pl.Int64, "ts": pl.Datetime("us", "UTC"),
+                                 "rank": pl.Int32, "step": pl.Int64, "value": pl.Float64, "name": pl.String})
+    if isinstance(metrics, pl.LazyFrame):
+        lf = metrics
+    else:
+        df = prepare(metrics)
+        if df.height == 0:
+            return empty
+        lf = df.lazy()
+    lf = _ensure_cols(lf).filter(pl.col("name").is_in(wanted))
     if rank is not None:
-        df = df.filter(pl.col("rank") == rank)
+        lf = lf.filter(pl.col("rank") == rank)
+    if not dedupe:
+        out = _clean(lf, finite, dedupe).collect()
+    else:
+        # Every step below works within one rank, and deduplicated rows have no ties to order, so the ranks are
+        # cleaned one at a time (in the final rank order): the sorts' temporaries hold one rank's rows, not all.
+        rows = lf.collect()
+        ranks = rows.get_column("rank").unique().sort(nulls_last=True).to_list()
+        out = pl.concat([_clean(rows.lazy().filter(pl.col("rank").eq_missing(r)), finite, dedupe).collect() for r in ranks]) \
+            if ranks else _clean(rows.lazy(), finite, dedupe).collect()
+    if out.height == 0 and isinstance(metrics, pl.LazyFrame) and metrics.select(pl.len()).collect().item() == 0:
+        return empty  # what an empty table gives (below)
+    return out.with_columns(pl.col(pl.Categorical).cast(pl.String)) if strings else out
+
+
+def _clean(lf: pl.LazyFrame, finite: bool, dedupe: bool) -> pl.LazyFrame:
+    """`series`' query over the rows of one metric (see there)."""
     grp = ["file", "rank"]
-    df = (
-        df.sort("file", "line", nulls_last=True, maintain_order=True)
+    lf = (
+        # Files in name order even where the column is categorical (its codes follow first appearance).
+        lf.sort(pl.col("file").cast(pl.String), "line", nulls_last=True, maintain_order=True)
         .with_columns(
             pl.col("step").is_not_null().any().over(grp).alias("_has_step"),
             (pl.int_range(pl.len()).over(grp) + 1).cast(pl.Int64).alias("_ord"),
@@ -210,16 +260,17 @@ def series(
         .drop("_has_step", "_rank_has_step", "_ord")
     )
     if finite:
-        df = df.filter(pl.col("value").is_finite())
+        lf = lf.filter(pl.col("value").is_finite())
     if dedupe:
         # The last row of each (rank, step) in file/line order: sorted by rank, step and position,
         # a row is kept when the next one has another rank or step. The same rows as
         # unique(keep="last") (a null rank is one group, as there), at a fraction of its memory.
-        df = (df.with_row_index("_i").sort("rank", "step", "_i", nulls_last=True)
+        lf = (lf.with_row_index("_i").sort("rank", "step", "_i", nulls_last=True)
               .filter(pl.col("rank").ne_missing(pl.col("rank").shift(-1)) | pl.col("step").ne_missing(pl.col("step").shift(-1)))
               .drop("_i"))
-    cols = [c for c in SERIES_COLS if c in df.columns] + [c for c in ("name", "source") if c in df.columns]
-    return df.select(cols).sort("rank", "step", nulls_last=True)
+    have = lf.collect_schema().names()
+    cols = [c for c in SERIES_COLS if c in have] + [c for c in ("name", "source") if c in have]
+    return lf.select(cols).sort("rank", "step", nulls_last=True)
 
 
 def restarts(metrics: pl.DataFrame | pa.Table, name: str | Sequence[str] = "loss") -> pl.DataFrame:
@@ -260,12 +311,24 @@ def runs(s: pl.DataFrame, predicate: pl.Expr, min_points: int = 1) -> pl.DataFra
         return pl.DataFrame(schema={"rank": pl.Int32, "start_step": pl.Int64, "end_step": pl.Int64,
                                     "points": pl.UInt32, "start_value": pl.Float64, "end_value": pl.Float64,
                                     "file": pl.String, "line": pl.Int64, "to_end": pl.Boolean})
-    flagged = s.sort("rank", "step", nulls_last=True).with_columns(
+    # The columns the predicate reads, and the row positions for the provenance of each run's first point.
+    need = [c for c in predicate.meta.root_names() if c not in ("rank", "step", "value")]
+    rows = slim(s, *dict.fromkeys(need))
+    # Runs are within one rank and the predicate is row-wise: one rank at a time, so the temporaries hold one rank's rows.
+    ranks = rows.get_column("rank").unique().sort(nulls_last=True).to_list()
+    out = pl.concat([_runs_of(rows.filter(pl.col("rank").eq_missing(r)), predicate) for r in ranks])
+    out = out.filter(pl.col("points") >= min_points).sort("start_step", "rank", nulls_last=True)
+    return fetch(out, s, ["file", "line"])
+
+
+def _runs_of(rows: pl.DataFrame, predicate: pl.Expr) -> pl.DataFrame:
+    """`runs` of one rank's rows of `slim` (`AT` in place of file and line, every run however short)."""
+    flagged = rows.sort("rank", "step", nulls_last=True).with_columns(
         predicate.fill_null(False).alias("_p"),
         (pl.int_range(pl.len()).over("rank")).alias("_i"),
         pl.len().over("rank").alias("_n"),
     ).with_columns((pl.col("_p") != pl.col("_p").shift(1).over("rank")).fill_null(True).cum_sum().alias("_run"))
-    out = (
+    return (
         flagged.filter(pl.col("_p"))
         .group_by("rank", "_run", maintain_order=True)
         .agg(
@@ -274,15 +337,11 @@ def runs(s: pl.DataFrame, predicate: pl.Expr, min_points: int = 1) -> pl.DataFra
             pl.len().alias("points"),
             pl.col("value").first().alias("start_value"),
             pl.col("value").last().alias("end_value"),
-            pl.col("file").first(),
-            pl.col("line").first(),
+            pl.col(AT).first(),
             (pl.col("_i").last() == pl.col("_n").last() - 1).alias("to_end"),
         )
-        .filter(pl.col("points") >= min_points)
         .drop("_run")
-        .sort("start_step", "rank", nulls_last=True)
     )
-    return out
 
 
 def onset(s: pl.DataFrame, predicate: pl.Expr, min_points: int = 1) -> Onset | None:
@@ -399,19 +458,35 @@ def robust_z(s: pl.DataFrame, window: int = 50, min_points: int = 10,
     (the median of the 5 points before it), in sigma units (q / z(q)): mini-batch losses are
     right-skewed, and their ordinary upper tail is not a spike. Windows with fewer than `min_points` values give no z. Non-finite rows are dropped.
     """
-    return _robust_z(s, window, min_points, rel_floor, abs_floor, upper_q)
+    z = _robust_z(s, window, min_points, rel_floor, abs_floor, upper_q)
+    return fetch(z.drop("rank", "step", "value"), s, _ensure_cols(s).columns)
 
 
 def _robust_z(s: pl.DataFrame, window: int, min_points: int, rel_floor: float, abs_floor: float,
-              upper_q: float | None, beyond: tuple[float, str] | None = None) -> pl.DataFrame:
+              upper_q: float | None, beyond: tuple[float, str] | None = None, keep: pl.Expr | None = None) -> pl.DataFrame:
     """robust_z; with `beyond` = (k, direction), the MAD (and so z) only of the points that can be
-    `k` robust deviations out in that direction: the others get a null z.
+    `k` robust deviations out in that direction: the others get a null z. With `keep`, only the rows it holds for.
 
     Which points can: the scale is the largest of 1.4826 * MAD and the floors, so |value - median|
     over the largest floor bounds |z| from above (division rounds monotonically); a point whose
     bound is not above k is no spike whatever its MAD. The MAD, a median per window, is the
-    costly part; the bound needs only the rolling median, and few points pass it."""
-    f = _ensure_cols(s).filter(pl.col("value").is_finite()).sort("rank", "step", nulls_last=True)
+    costly part; the bound needs only the rolling median, and few points pass it.
+
+    Every window is within one rank, so the ranks are scored one at a time (the temporaries hold one rank's points)
+    and `keep` filters each before the next."""
+    f = slim(s).filter(pl.col("value").is_finite()).sort("rank", "step", nulls_last=True)
+    parts = f.partition_by("rank", maintain_order=True) if f.height else [f]
+    del f
+    out = []
+    while parts:
+        z = _robust_z_rank(parts.pop(0), window, min_points, rel_floor, abs_floor, upper_q, beyond)
+        out.append(z if keep is None else z.filter(keep))
+    return pl.concat(out)
+
+
+def _robust_z_rank(f: pl.DataFrame, window: int, min_points: int, rel_floor: float, abs_floor: float,
+                   upper_q: float | None, beyond: tuple[float, str] | None) -> pl.DataFrame:
+    """_robust_z of one rank's finite points, sorted by step (or of no points)."""
     parts = f.partition_by("rank", maintain_order=True) if f.height else []
     xs = [part.get_column("value").to_numpy() for part in parts]
     heads = [_trailing_head(x, window, min_points) for x in xs]
@@ -462,9 +537,10 @@ def spikes(s: pl.DataFrame, k: float = 5.0, window: int = 50, min_points: int = 
 
     Columns: those of the series plus median, mad, scale, z, ratio (value / median).
     """
-    z = _robust_z(s, window, min_points, rel_floor, 1e-12, upper_q, beyond=(k, direction))
     cond = {"up": pl.col("z") > k, "down": pl.col("z") < -k, "both": pl.col("z").abs() > k}[direction]
-    return z.filter(cond.fill_null(False)).with_columns((pl.col("value") / pl.col("median")).alias("ratio"))
+    z = _robust_z(s, window, min_points, rel_floor, 1e-12, upper_q, beyond=(k, direction), keep=cond.fill_null(False))
+    z = fetch(z.drop("rank", "step", "value"), s, _ensure_cols(s).columns)
+    return z.with_columns((pl.col("value") / pl.col("median")).alias("ratio"))
 
 
 def recovered(s: pl.DataFrame, after_step: int, level: float, within: int = 20, rel_tol: float = 0.1,
@@ -490,7 +566,8 @@ def trends(s: pl.DataFrame, by: str | None = "rank") -> pl.DataFrame:
     R² is 1 for a perfect line and 0 when step explains none of the variance (also 0
     when the series is constant).
     """
-    f = _ensure_cols(s).filter(pl.col("value").is_finite() & pl.col("step").is_not_null())
+    keep = list(dict.fromkeys(c for c in (by, "step", "value") if c))  # a copy of these columns only
+    f = _ensure_cols(s).select(keep).filter(pl.col("value").is_finite() & pl.col("step").is_not_null())
     x = pl.col("step").cast(pl.Float64)
     y = pl.col("value")
     aggs = [
@@ -534,7 +611,7 @@ def plateaus(s: pl.DataFrame, rel_tol: float = 0.02, min_points: int = 20, q: fl
     covers it; consecutive covered points form one plateau. Finite values only.
     Columns: rank, start_step, end_step, points, level, rel_spread, rel_drift, to_end, file, line.
     """
-    f = _ensure_cols(s).filter(pl.col("value").is_finite()).sort("rank", "step", nulls_last=True)
+    f = slim(s).filter(pl.col("value").is_finite()).sort("rank", "step", nulls_last=True)
     w = min_points
     v = pl.col("value")
     f = f.with_columns(
@@ -566,15 +643,14 @@ def plateaus(s: pl.DataFrame, rel_tol: float = 0.02, min_points: int = 20, q: fl
             pl.col("_med").filter(pl.col("_flat")).first().alias("_m0"),
             pl.col("_med").filter(pl.col("_flat")).last().alias("_m1"),
             (pl.col("_i").last() == pl.col("_n").last() - 1).alias("to_end"),
-            pl.col("file").first(),
-            pl.col("line").first(),
+            pl.col(AT).first(),
         )
         .with_columns(((pl.col("_m1") - pl.col("_m0")) / pl.col("level").abs()).alias("rel_drift"))
         .filter(pl.col("points") >= w)
         .drop("_run", "_m0", "_m1")
         .sort("start_step", "rank", nulls_last=True)
     )
-    return g
+    return fetch(g, s, ["file", "line"])
 
 
 def plateau(s: pl.DataFrame, rel_tol: float = 0.02, min_points: int = 20, q: float = 0.05,
@@ -781,7 +857,7 @@ def rank_spread(s: pl.DataFrame, min_ranks: int = 2) -> pl.DataFrame:
     worst_rank (the rank farthest from the median), line and file of that rank's row.
     Finite values only; sorted by step.
     """
-    f = _ensure_cols(s).filter(pl.col("value").is_finite() & pl.col("rank").is_not_null())
+    f = slim(s).filter(pl.col("value").is_finite() & pl.col("rank").is_not_null())
     g = f.with_columns(pl.col("value").median().over("step").alias("_med"), pl.len().over("step").alias("ranks"))
     g = g.filter(pl.col("ranks") >= min_ranks).with_columns((pl.col("value") - pl.col("_med")).abs().alias("_dev"))
     agg = g.sort("step", "_dev", "rank", descending=[False, True, False]).group_by("step", maintain_order=True).agg(
@@ -790,10 +866,9 @@ def rank_spread(s: pl.DataFrame, min_ranks: int = 2) -> pl.DataFrame:
         pl.col("value").max().alias("max"),
         pl.col("_med").first().alias("median"),
         pl.col("rank").first().alias("worst_rank"),
-        pl.col("line").first(),
-        pl.col("file").first(),
+        pl.col(AT).first(),
     )
-    return agg.with_columns(
+    return fetch(agg, s, ["line", "file"]).with_columns(
         ((pl.col("max") - pl.col("min")) / pl.max_horizontal(pl.col("median").abs(), pl.lit(1e-12))).alias("rel_diff")
     ).sort("step")
 
@@ -813,7 +888,7 @@ def identical_across_ranks(s: pl.DataFrame, rel_tol: float = 0.0) -> Identical:
 def per_rank(s: pl.DataFrame) -> pl.DataFrame:
     """Per rank: points, first/last step, median, p90 of finite values and the ratio of its median to the
     median of the other ranks' medians (a straggler's step time has ratio > 1)."""
-    f = _ensure_cols(s).filter(pl.col("value").is_finite())
+    f = _ensure_cols(s).select("rank", "step", "value").filter(pl.col("value").is_finite())
     g = f.group_by("rank").agg(
         pl.len().alias("points"),
         pl.col("step").min().alias("first_step"),

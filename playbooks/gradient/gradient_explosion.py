@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 from forensics.playbooks import metric_series as M
 from forensics.playbooks.base import Playbook, Threshold, declare
@@ -90,10 +91,13 @@ def flagged(s: pl.DataFrame, th: dict) -> pl.DataFrame:
     v = pl.col("value")
     fin = v.is_finite()
     # Baseline from finite values only, then carried onto the inf/NaN rows.
-    base = (s.filter(fin).sort("rank", "step")
-            .with_columns(v.rolling_median(w, min_samples=min(5, w)).shift(1).over("rank").alias("baseline"))
-            .select("rank", "step", "baseline"))
-    f = (s.sort("rank", "step").join(base, on=["rank", "step"], how="left", nulls_equal=True)
+    # Computed on (rank, step, value) and row positions; the other columns are fetched once at the end.
+    # The finite rows' baselines are put back at their places (no join of millions of rows), then carried forward.
+    f = M.ts.slim(s).sort("rank", "step")
+    finite = f.get_column("value").is_finite()
+    base = f.filter(finite).select(v.rolling_median(w, min_samples=min(5, w)).shift(1).over("rank")).to_series()
+    at = pl.Series(np.flatnonzero(finite.to_numpy()))
+    f = (f.with_columns(pl.repeat(None, f.height, dtype=pl.Float64, eager=True).alias("baseline").scatter(at, base))
          .with_columns(pl.col("baseline").forward_fill().over("rank")))
     early = f.filter(fin).group_by("rank").agg(v.head(w).median().alias("early"))
     f = f.join(early, on="rank", how="left", nulls_equal=True)
@@ -103,7 +107,8 @@ def flagged(s: pl.DataFrame, th: dict) -> pl.DataFrame:
     # A non-finite value inherits the flag of the last finite point before it: inf after a rise is the
     # explosion's end, NaN out of nowhere (a bad batch) is not an explosion.
     carried = pl.when(fin).then(rise.fill_null(False)).otherwise(None).forward_fill().over("rank").fill_null(False)
-    return f.with_columns((v / pl.col("baseline")).alias("ratio"), pl.when(fin).then(rise.fill_null(False)).otherwise(carried).alias("hot"))
+    f = f.with_columns((v / pl.col("baseline")).alias("ratio"), pl.when(fin).then(rise.fill_null(False)).otherwise(carried).alias("hot"))
+    return M.ts.fetch(f.drop("rank", "step", "value"), s, s.columns)
 
 
 @PLAYBOOK.detector(("metrics",))

@@ -176,7 +176,7 @@ def _zeroed(ctx: Context, loss: pl.DataFrame) -> M.ts.Onset | None:
     g = M.series(ctx, M.GRAD_NORM)
     if g.height == 0 or loss.height == 0:
         return None
-    nan_steps = g.filter(pl.col("value").is_nan()).select("rank", "step")
+    nan_steps = g.select("rank", "step", "value").filter(pl.col("value").is_nan()).select("rank", "step")
     zero = loss.join(nan_steps, on=["rank", "step"], how="semi", nulls_equal=True).filter(pl.col("value") == 0.0)
     if zero.height == 0:
         return None
