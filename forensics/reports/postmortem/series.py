@@ -151,10 +151,6 @@ def _read(ctx: Context, specs: list[_Spec]) -> pl.DataFrame:
     return pl.concat(pl.collect_all(queries, engine="streaming"))
 
 
-# The raw column behind each x source (filters on it can skip Parquet row groups by their statistics).
-RAW_X = {"step": "step", "time": "ts", "line": "line"}
-
-
 def _disagreeing(ctx: Context, specs: list[_Spec]) -> set[str]:
     """The names logged by several ranks whose rows hold different values at one x (each rank is then drawn).
 
@@ -178,7 +174,7 @@ def _disagreeing(ctx: Context, specs: list[_Spec]) -> set[str]:
         return lf.group_by("x").agg(pl.col("y").n_unique().alias("k")).select(pl.col("k").max())
 
     def differ(names: list[str], probe: bool) -> set[str]:
-        got = pl.collect_all([most(n, pl.col(RAW_X[ends[n][0]]).is_in(ends[n][1]) if probe else None) for n in names], engine="streaming")
+        got = pl.collect_all([most(n, pl.col(digest.RAW_X[ends[n][0]]).is_in(ends[n][1]) if probe else None) for n in names], engine="streaming")
         return {n for n, k in zip(names, got, strict=True) if (k.item() or 1) > 1}
 
     names = list(ends)
