@@ -39,11 +39,11 @@ def _step_of(text: pl.Expr) -> pl.Expr:
     return pl.coalesce([text.str.extract(rx, 1).cast(pl.Int64, strict=False) for rx in STEP])
 
 
-def find_saves(events: pl.DataFrame) -> list[Save]:
-    """Every checkpoint save line of the logs (the `checkpoint_saved` events ingest found), in file order (step
-    None when the line names none)."""
+def save_rows(events: pl.DataFrame) -> pl.DataFrame:
+    """Every checkpoint save line of the logs (the `checkpoint_saved` events ingest found) as the columns of `Save`,
+    in file order (step null when the line names none): a long run saves thousands of times."""
     if events.height == 0:
-        return []
+        return pl.DataFrame(schema={"file": pl.String, "line": pl.Int64, "text": pl.String, "step": pl.Int64, "failed": pl.Boolean})
     found = events.filter(pl.col("code") == "checkpoint_saved").select("file", "line", "text").sort("line")
     # The nearest failure at or after the line below each save, in the same file (one as-of join, not a scan per save).
     fails = (events.filter(pl.col("code").is_in(list(FAIL_CODES))).select("file", pl.col("line").alias("_fail"))
@@ -51,6 +51,15 @@ def find_saves(events: pl.DataFrame) -> list[Save]:
     found = found.with_columns((pl.col("line") + 1).alias("_key")).join_asof(
         fails, on="_key", by="file", strategy="forward", check_sortedness=False).sort("file", "line")
     failed = (pl.col("_fail") - pl.col("line") <= FAIL_WINDOW).fill_null(False)
-    rows = found.select("file", "line", pl.col("text").str.strip_chars().str.slice(0, MAX_TEXT), _step_of(pl.col("text")).alias("step"),
+    return found.select("file", "line", pl.col("text").str.strip_chars().str.slice(0, MAX_TEXT), _step_of(pl.col("text")).alias("step"),
                         failed.alias("failed"))
-    return [Save(*r) for r in rows.iter_rows()]
+
+
+def find_saves(events: pl.DataFrame) -> list[Save]:
+    """Every checkpoint save line of the logs, in file order (step None when the line names none)."""
+    return [Save(*r) for r in save_rows(events).iter_rows()]
+
+
+def last(rows: pl.DataFrame) -> Save | None:
+    """The last of some save rows, if any."""
+    return Save(*rows.row(-1)) if rows.height else None

@@ -6,10 +6,12 @@ import polars as pl
 
 from forensics.contracts.context import Context, plain
 
-# x of a plot: 0 step, 1 time (epoch seconds), 2 line.
-X_KINDS = ("step", "time", "line")
-X_SOURCES = {"step": pl.col("step").cast(pl.Float64), "time": pl.col("ts").dt.epoch("us").cast(pl.Float64) / 1e6,
-             "line": pl.col("line").cast(pl.Float64)}
+# The x of a plot (step, time in epoch seconds, line) from its raw column (filters on a raw column can skip Parquet
+# row groups by their statistics).
+RAW_X = {"step": "step", "time": "ts", "line": "line"}
+X_OF = {"step": lambda c: c.cast(pl.Float64), "time": lambda c: c.dt.epoch("us").cast(pl.Float64) / 1e6,
+        "line": lambda c: c.cast(pl.Float64)}
+X_SOURCES = {kind: X_OF[kind](pl.col(raw)) for kind, raw in RAW_X.items()}
 FINITE = pl.col("value").is_finite()
 # Lines of one file stay below this; a file's categorical code times it orders every file's lines in one key.
 SHIFT = 1 << 32
@@ -21,10 +23,15 @@ def extents(ctx: Context, names: list[str]) -> pl.DataFrame:
 
     def compute() -> pl.DataFrame:
         aggs = [pl.len().alias("n"), FINITE.sum().alias("n_finite"), pl.col("step").null_count().alias("step_nulls"),
-                pl.col("ts").null_count().alias("ts_nulls"), pl.col("ts").min().alias("ts_min"), pl.col("ts").max().alias("ts_max")]
-        for kind, x in X_SOURCES.items():
-            aggs += [x.min().alias(f"{kind}_lo"), x.max().alias(f"{kind}_hi")]
-        return plain(ctx.metrics_lazy(names).group_by("name", "rank").agg(aggs).collect(engine="streaming"))
+                pl.col("ts").null_count().alias("ts_nulls")]
+        for kind, raw in RAW_X.items():
+            aggs += [pl.col(raw).min().alias(f"_{kind}_min"), pl.col(raw).max().alias(f"_{kind}_max")]
+        got = ctx.metrics_lazy(names).group_by("name", "rank").agg(aggs).collect(engine="streaming")
+        # An x source rises with its raw column: its range is the raw column's range, converted (not every row).
+        return plain(got.select("name", "rank", "n", "n_finite", "step_nulls", "ts_nulls",
+                                pl.col("_time_min").alias("ts_min"), pl.col("_time_max").alias("ts_max"),
+                                *[X_OF[kind](pl.col(f"_{kind}_{end}")).alias(f"{kind}_{side}")
+                                  for kind in RAW_X for end, side in (("min", "lo"), ("max", "hi"))]))
 
     return ctx.memo(("postmortem", "extents", tuple(names)), compute)
 

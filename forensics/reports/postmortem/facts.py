@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from dataclasses import dataclass, field
 
@@ -13,7 +12,7 @@ from forensics.contracts.context import Context, plain
 from forensics.contracts.model import Onset, Severity
 from forensics.engine import Analysis, Finding
 from forensics.playbooks.evidence import ranks_text
-from forensics.reports.postmortem.checkpoints import Save, find_saves
+from forensics.reports.postmortem.checkpoints import Save, last, save_rows
 from forensics.reports.postmortem.digest import around, rank_extents, rows_at_times
 
 # Events that end a wait on a peer that already failed (the time between the failure and these is lost).
@@ -199,7 +198,7 @@ def gpu_count(ctx: Context) -> tuple[int | None, str]:
     return None, "no GPU count in the logs (no nvidia-smi samples, trace world size or ranks)"
 
 
-def impact(a: Analysis, ctx: Context, saves: list[Save]) -> tuple[list[Fact], dt.datetime | None, bool]:
+def impact(a: Analysis, ctx: Context, saves: pl.DataFrame) -> tuple[list[Fact], dt.datetime | None, bool]:
     """The impact facts, the time of the first failure and whether that time is estimated."""
     ff = a.first_failure
     start, end = run_span(ctx)
@@ -208,9 +207,9 @@ def impact(a: Analysis, ctx: Context, saves: list[Save]) -> tuple[list[Fact], dt
         facts.append(Fact("First failure", "none", "no root finding of high or critical severity"))
         if start and end:
             facts.append(Fact("Logged span", fmt_dur((end - start).total_seconds()), f"{fmt_time(start)} to {fmt_time(end)}"))
-        good = [s for s in saves if not s.failed]
-        facts.append(Fact("Last checkpoint", _save_text(good[-1]) if good else "none found",
-                          f"{len(good)} checkpoint save line(s) in the logs"))
+        good = saves.filter(~pl.col("failed"))
+        facts.append(Fact("Last checkpoint", _save_text(last(good)) if good.height else "none found",
+                          f"{good.height} checkpoint save line(s) in the logs"))
         return facts, None, False
     t_fail, estimated = ff.time, False
     if t_fail is None:
@@ -223,16 +222,17 @@ def impact(a: Analysis, ctx: Context, saves: list[Save]) -> tuple[list[Fact], dt
     last_ok = _last_healthy(ctx, ff, t_fail)
     facts.append(Fact("Last healthy step", str(last_ok) if last_ok is not None else "unknown",
                       "the last step logged before the failure" if last_ok is not None else "no step numbers in the logs"))
-    before = [s for s in saves if not s.failed and s.step is not None and (last_ok is None or s.step <= last_ok)]
-    failed = [s for s in saves if s.failed]
-    ckpt = max(before, key=lambda s: (s.step, s.file, s.line)) if before else None
+    before = saves.filter(~pl.col("failed") & pl.col("step").is_not_null() & (True if last_ok is None else pl.col("step") <= last_ok))
+    failed = saves.filter(pl.col("failed"))
+    ckpt = last(before.sort("step", "file", "line"))
     t_ckpt = time_near(ctx, ckpt.file, ckpt.line) if ckpt else None
     if ckpt:
         facts.append(Fact("Last checkpoint before it", _save_text(ckpt), f"{ckpt.file}:{ckpt.line}: {ckpt.text}"))
     else:
-        why = "no checkpoint save line in the text logs" if not saves else "no completed save at or before the last healthy step"
-        if failed:
-            why += f" ({len(failed)} save(s) failed: {failed[-1].file}:{failed[-1].line})"
+        why = "no checkpoint save line in the text logs" if saves.height == 0 else "no completed save at or before the last healthy step"
+        if failed.height:
+            gone = last(failed)
+            why += f" ({failed.height} save(s) failed: {gone.file}:{gone.line})"
         facts.append(Fact("Last checkpoint before it", "none found", why))
     if last_ok is not None:
         base = ckpt.step if ckpt and ckpt.step is not None else 0
@@ -433,15 +433,15 @@ def environment(ctx: Context) -> list[Fact]:
     return sorted(out.values(), key=lambda f: (f.label, f.value))[:40]
 
 
-def checkpoint_saves(ctx: Context) -> list[Save]:
-    """The run's checkpoint save lines; one that names no step takes the step of the last metric line before it."""
-    saves = find_saves(ctx.table("events"))
-    need = sorted({s.file for s in saves if s.step is None})
+def checkpoint_saves(ctx: Context) -> pl.DataFrame:
+    """The run's checkpoint save lines (the columns of `Save`); one that names no step takes the step of the last
+    metric line before it."""
+    saves = save_rows(ctx.table("events"))
+    need = saves.filter(pl.col("step").is_null()).get_column("file").unique().to_list()
     if not need or not ctx.has("metrics"):
         return saves
     # One aggregation over the metrics for every save line (a long run saves thousands of times).
-    want = pl.DataFrame({"file": [s.file for s in saves], "line": [s.line - 1 for s in saves]})
-    got = want.join(around(ctx, "step", want.filter(pl.col("file").is_in(need))), on=["file", "line"], how="left",
-                    maintain_order="left").get_column("back").to_list()
-    return [s if s.step is not None else dataclasses.replace(s, step=int(got[i]) if got[i] is not None else None)
-            for i, s in enumerate(saves)]
+    want = saves.filter(pl.col("file").is_in(need)).select("file", pl.col("line") - 1)
+    back = around(ctx, "step", want).select("file", pl.col("line").alias("_prev"), pl.col("back").cast(pl.Int64))
+    return (saves.with_columns((pl.col("line") - 1).alias("_prev")).join(back, on=["file", "_prev"], how="left", maintain_order="left")
+            .with_columns(pl.coalesce("step", "back").alias("step")).drop("_prev", "back"))

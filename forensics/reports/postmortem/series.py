@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from forensics.contracts.context import Context, plain
+from forensics.contracts.context import Context
 from forensics.reports.postmortem import digest
 
 # Pixel columns of a plot: a series longer than twice this keeps its min and max per column.
@@ -116,58 +116,84 @@ def _specs(ctx: Context) -> list[_Spec]:
     return out
 
 
-def _read(ctx: Context, specs: list[_Spec]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Every plot's decimated points and each multi-rank name's largest count of distinct values at one x (1: the
-    ranks log the same values), from one scan of the metrics rows of the plotted names.
+def _rows(ctx: Context, name: str, x_kind: str) -> pl.LazyFrame:
+    """One metric's rows as (rank, x, y): read one name at a time, its rows need no reordering among other names'."""
+    return ctx.metrics_lazy([name]).select(pl.col("rank").fill_null(-1), digest.X_SOURCES[x_kind].alias("x"), pl.col("value").alias("y"))
 
-    Per (name, rank) and pixel column of its x range, the first rows holding the min and the max (so spikes
-    survive); a series short enough keeps one row per (column, value); non-finite rows keep one per pixel column
-    of the plot's x range (`col` < 0)."""
-    names = [n for sp in specs for n in sp.names]
-    kind_of = {n: sp.x_kind for sp in specs for n in sp.names}
-    x = pl.col("line").cast(pl.Float64)
-    for kind in ("time", "step"):
-        x = pl.when(pl.col("name").is_in([n for n in names if kind_of[n] == kind])).then(digest.X_SOURCES[kind]).otherwise(x)
-    groups = []
-    for sp in specs:
-        e = sp.ext
-        plo, phi = e.get_column(f"{sp.x_kind}_lo").min(), e.get_column(f"{sp.x_kind}_hi").max()
-        groups.append(e.select(pl.col("name").replace_strict({n: i for i, n in enumerate(names)}, return_dtype=pl.UInt32).alias("_nid"),
-                               pl.col("rank").cast(pl.Int32), pl.col(f"{sp.x_kind}_lo").alias("_lo"),
-                               pl.col(f"{sp.x_kind}_hi").alias("_hi"), pl.lit(plo).alias("_plo"), pl.lit(phi).alias("_phi"),
-                               (pl.col("n_finite") <= 2 * WIDTH).alias("_whole")))
-    g = pl.concat(groups).with_columns(_span(pl.col("_lo"), pl.col("_hi")).alias("_span"), _span(pl.col("_plo"), pl.col("_phi")).alias("_pspan"))
-    rows = (ctx.metrics_lazy(names)
-            .select("name", pl.col("rank").fill_null(-1), x.alias("x"), pl.col("value").alias("y")))
+
+def _read(ctx: Context, specs: list[_Spec]) -> pl.DataFrame:
+    """Every plot's decimated points, from one streaming aggregation per plotted name.
+
+    Per (name, rank) and pixel column of its x range, the min and max of y with the x range they came from (so
+    spikes survive); a series short enough keeps one row per (column, value); non-finite rows keep one per pixel
+    column of the plot's x range (`_col` < 0)."""
     fin = pl.col("y").is_finite()
     col = pl.when(fin).then(((pl.col("x") - pl.col("_lo")) / pl.col("_span") * (WIDTH - 1)).floor()).otherwise(
         -1 - ((pl.col("x") - pl.col("_plo")) / pl.col("_pspan") * (WIDTH - 1)).floor()).cast(pl.Int64)
-    points = (rows.with_columns(pl.col("name").cast(pl.Enum(names)).to_physical().alias("_nid"))
-              .join(g.lazy(), on=["_nid", "rank"], how="left")
-              .with_columns(col.alias("_col"), pl.when(fin & pl.col("_whole")).then(pl.col("y")).alias("_ykey"))
-              .group_by("name", "rank", "_col", "_ykey")
-              # Streaming aggregations only (a row's x at the min would hold every row): within one pixel column the
-              # min is drawn at its first x and the max at its last, one pixel apart at most.
-              .agg(pl.col("y").min().alias("y_min"), pl.col("y").max().alias("y_max"),
-                   pl.col("x").min().alias("x_min"), pl.col("x").max().alias("x_max")))
-    multi = [n for sp in specs for n in sp.names if sp.ext.get_column("rank").n_unique() > 1]
-    spread = (rows.filter(pl.col("name").is_in(multi)).group_by("name", "x").agg(pl.col("y").n_unique().alias("k"))
-              .group_by("name").agg(pl.col("k").max()))
-    got = pl.collect_all([points, spread], engine="streaming")
-    return plain(got[0]), plain(got[1])
+    queries = []
+    for sp in specs:
+        e = sp.ext
+        plo, phi = e.get_column(f"{sp.x_kind}_lo").min(), e.get_column(f"{sp.x_kind}_hi").max()
+        g = e.select("name", pl.col("rank").cast(pl.Int32), pl.col(f"{sp.x_kind}_lo").alias("_lo"),
+                     _span(pl.col(f"{sp.x_kind}_lo"), pl.col(f"{sp.x_kind}_hi")).alias("_span"),
+                     pl.lit(plo).alias("_plo"), _span(pl.lit(plo), pl.lit(phi)).alias("_pspan"),
+                     (pl.col("n_finite") <= 2 * WIDTH).alias("_whole"))
+        for name in sp.names:
+            queries.append(
+                _rows(ctx, name, sp.x_kind).join(g.filter(pl.col("name") == name).drop("name").lazy(), on="rank", how="left")
+                .with_columns(col.alias("_col"), pl.when(fin & pl.col("_whole")).then(pl.col("y")).alias("_ykey"))
+                .group_by("rank", "_col", "_ykey")
+                # Streaming aggregations only (a row's x at the min would hold every row): within one pixel column the
+                # min is drawn at its first x and the max at its last, one pixel apart at most.
+                .agg(pl.col("y").min().alias("y_min"), pl.col("y").max().alias("y_max"),
+                     pl.col("x").min().alias("x_min"), pl.col("x").max().alias("x_max"))
+                .select(pl.lit(name).alias("name"), pl.all()))
+    return pl.concat(pl.collect_all(queries, engine="streaming"))
+
+
+def _disagreeing(ctx: Context, specs: list[_Spec]) -> set[str]:
+    """The names logged by several ranks whose rows hold different values at one x (each rank is then drawn).
+
+    Ranks that log different values usually differ at their first or last x already: those few rows are read
+    first, and only the names that agree there have every row compared."""
+    ends: dict[str, tuple[str, list]] = {}
+    for sp in specs:
+        # Each rank's first and last x in its raw column (the time's own stamps; steps and lines as integers).
+        lo, hi = ("ts_min", "ts_max") if sp.x_kind == "time" else (f"{sp.x_kind}_lo", f"{sp.x_kind}_hi")
+        for name in sp.names:
+            e = sp.ext.filter(pl.col("name") == name)
+            if e.get_column("rank").n_unique() > 1:
+                vals = pl.concat([e.get_column(lo), e.get_column(hi)]).drop_nulls().unique().sort().to_list()
+                ends[name] = (sp.x_kind, vals if sp.x_kind == "time" else [int(v) for v in vals])
+
+    def most(name: str, where: pl.Expr | None) -> pl.LazyFrame:
+        kind = ends[name][0]
+        lf = ctx.metrics_lazy([name])
+        lf = lf.filter(where) if where is not None else lf
+        lf = lf.select(digest.X_SOURCES[kind].alias("x"), pl.col("value").alias("y"))
+        return lf.group_by("x").agg(pl.col("y").n_unique().alias("k")).select(pl.col("k").max())
+
+    def differ(names: list[str], probe: bool) -> set[str]:
+        got = pl.collect_all([most(n, pl.col(digest.RAW_X[ends[n][0]]).is_in(ends[n][1]) if probe else None) for n in names], engine="streaming")
+        return {n for n, k in zip(names, got, strict=True) if (k.item() or 1) > 1}
+
+    names = list(ends)
+    found = differ(names, True) if names else set()
+    rest = [n for n in names if n not in found]
+    return found | (differ(rest, False) if rest else set())
 
 
 def _span(lo: pl.Expr, hi: pl.Expr) -> pl.Expr:
     return pl.when(hi > lo).then(hi - lo).otherwise(1.0)
 
 
-def _plot(sp: _Spec, points: pl.DataFrame, spread: dict[str, int], prefer: list[int]) -> PlotData:
+def _plot(sp: _Spec, points: pl.DataFrame, differ: set[str], prefer: list[int]) -> PlotData:
     """One metric plot from the decimated points: ranks merged when they log the same values, at most MAX_RANKS."""
     ranks = sp.ext.get_column("rank").unique().to_list()
     keep = ranks
     note = ""
     if len(ranks) > 1:
-        if max(spread.get(n, 1) for n in sp.names) == 1:
+        if not differ.intersection(sp.names):
             # Every rank logs the same values (a synchronised loss): one line says it all.
             note = f"{len(ranks)} ranks log identical values; rank {min(ranks)} drawn"
             keep = [min(ranks)]
@@ -200,12 +226,11 @@ def metric_plots(ctx: Context, prefer: list[int]) -> list[PlotData]:
     specs = _specs(ctx)
     if not specs:
         return []
-    points, spread = _read(ctx, specs)
-    spread_of = dict(zip(spread.get_column("name").to_list(), spread.get_column("k").to_list(), strict=True))
+    points, differ = _read(ctx, specs), _disagreeing(ctx, specs)
     skipped = skipped_steps(ctx)
     out = []
     for sp in specs:
-        p = _plot(sp, points, spread_of, prefer)
+        p = _plot(sp, points, differ, prefer)
         if p.x_kind == "step" and sp.key in ("loss", "loss_scale"):
             p.spans = skipped
         out.append(p)
