@@ -36,6 +36,17 @@ CHILD = r"""
 import json, os, resource, sys, time
 repo, run, cache_dir, mode, out = sys.argv[1:6]
 sys.path.insert(0, repo)
+import importlib.util
+import forensics
+# pyproject maps forensics.parsers -> parsers/ and forensics.playbooks -> playbooks/: import both from this checkout,
+# or an editable install of another one (its finder answers for names missing under forensics/) would serve them.
+for sub in ("parsers", "playbooks"):
+    spec = importlib.util.spec_from_file_location(f"forensics.{sub}", os.path.join(repo, sub, "__init__.py"),
+                                                  submodule_search_locations=[os.path.join(repo, sub)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    setattr(forensics, sub, module)
 from pathlib import Path
 t0, c0 = time.perf_counter(), os.times()
 from forensics import cache
