@@ -72,6 +72,8 @@ EXTRA_LINES = [
     "training on multiple gpus, this gpu 3",  # OBS wenet-e2e/wenet#812
     # log_end's train_start form (at_end: cases in tests/test_train_start_hang.py), OBS princeton-nlp/LLM-Shearing#53
     "Starting training...",
+    # log_end's data-pipeline/runner start forms (at_end: cases in tests/test_data_pipeline_start_hang.py)
+    "init prefetcher, this might take one minute or less...",  # OBS Megvii-BaseDetection/YOLOX#561
     "Currently allocated     : 1.50 GiB",  # cuda_oom_detail (REC)
     "RuntimeError: NCCL Error 2: unhandled system error",  # torch nccl.cpp 1.x, OBS amdegroot/ssd.pytorch#577
     "RuntimeError: NCCL communicator was aborted on rank 2.  Original reason for failure was: [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1806151 milliseconds before timing out.",

@@ -99,7 +99,8 @@ PLAYBOOK = declare(
         doc="""\
 ## Symptom
 The host ran out of memory: the kernel or cgroup OOM killer killed a process, Slurm reports an
-oom-kill event, the CPU allocator failed (`DefaultCPUAllocator: can't allocate memory`, TensorFlow's
+oom-kill event, the CPU allocator failed (`DefaultCPUAllocator: can't allocate memory`, an uncaught C++
+`std::bad_alloc` ending the process, TensorFlow's
 `OOM when allocating tensor … on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu`), a DataLoader
 worker was killed by a signal (`Killed` is SIGKILL, usually the OOM killer; `Bus error` is SIGBUS,
 usually an exhausted `/dev/shm`), torch cannot write, open or map a `</torch_…>` shared-memory segment,

@@ -10,8 +10,9 @@ from forensics.playbooks.operations.silent_hang import PLAYBOOK
 from forensics.contracts.context import Context
 from forensics.contracts.model import Detection, Severity
 
-# The log stops on `Starting training...`, `Restoring... Done.`, `Restoring parameters from <ckpt>` (an `at_end`
-# signature: parsers/signatures.toml, form train_start), at most a few number-free lines from its end.
+# The log stops on `Starting training...`, `Restoring... Done.`, `Restoring parameters from <ckpt>`, or a trainer's last
+# line before its first batch (YOLOX's `init prefetcher, …`, tf.data's `Shuffle buffer filled.`, mmcv's runner start)
+# (`at_end` signatures: parsers/signatures.toml, form train_start), at most a few number-free lines from its end.
 END_CODES = ("log_end",)
 ERROR_SEVERITIES = ("error",)
 
