@@ -7,8 +7,8 @@ Python's json module (it accepts the bare NaN/Infinity that json.dumps writes; o
 when one line is broken (a run killed mid-write), lines are decoded one by one and the file is
 `partial`; with more broken lines the file is read as a text log instead. Nested objects are flattened with `/` (`{"train": {"loss": 1}}` -> `train/loss`). Names
 follow the same canonical table as JSON lines inside text logs (`current_steps` is the step,
-`learning_rate` -> `lr`, `vram_allocated` GiB -> `mem_allocated_mib`, ...); strings that are not
-numbers (`"elapsed_time": "0:01:23"`) and nulls give no row. Metric files are small (one line per
+`learning_rate` -> `lr`, `vram_allocated` GiB -> `mem_allocated_mib`, ...); numbers printed as strings (fairseq's
+`"loss": "3.097"`) are read, strings that are not numbers (`"elapsed_time": "0:01:23"`) and nulls give no row. Metric files are small (one line per
 logging step), so the flattening is a plain loop over records, not on the text-log hot path.
 """
 
@@ -48,8 +48,10 @@ def _flatten(obj: dict, prefix: str = ""):
             yield from _flatten(value, name + "/")
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
             yield name, value
-        elif name == "mode" and isinstance(value, str):
-            # mmcv `log.json`: `"mode": "val"` makes the record's names `eval_` (generic.rows_from_pairs).
+        elif isinstance(value, str):
+            # A number printed as a string (fairseq's json log: `"loss": "3.097"`, `"clip": "100%"`) is read as the JSON
+            # grammar of text logs reads it; mmcv `log.json`'s `"mode": "val"` makes the record's names `eval_`
+            # (generic.rows_from_pairs); any other string gives no value there, so no row.
             yield name, value
 
 
@@ -86,9 +88,12 @@ def parse(src, sn: Sniffed) -> ParseResult:
     flat = [(n, k, json.dumps(v)) for n, obj in records for k, v in _flatten(obj)]
     kv = pl.DataFrame(flat, schema={"_i": pl.UInt32, "key": pl.String, "val": pl.String}, orient="row")
     rows = rows_from_pairs(kv, SOURCE)
+    # A record with no step key (fairseq's validation record after its training one) takes the step of the record
+    # before it, as the text-log parser carries the nearest preceding step line's: a copy pasted into a log reads the same.
     metrics = rows.select(pl.lit(src.rel).alias("file"), pl.col("_i").cast(pl.Int64).alias("line"), "step", "name", "value", "source")
+    metrics = metrics.sort("line", maintain_order=True).with_columns(pl.col("step").forward_fill())
     result = ParseResult()
-    result.tables["metrics"] = conform("metrics", metrics.sort("line", maintain_order=True).to_arrow())
+    result.tables["metrics"] = conform("metrics", metrics.to_arrow())
     problems = list(src.problems)
     if bad:
         problems.append(f"{bad} line(s) are not JSON objects (skipped)")

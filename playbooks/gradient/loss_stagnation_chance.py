@@ -79,8 +79,13 @@ def _at_chance(ctx: Context, name: str, acc_name: str | None, err_name: str | No
         why = f"accuracy {acc:.3g} ≈ 1/{k}"
     else:
         every = s.get_column("value")
-        # With no accuracy: more points, and at ln(K) from the first point on.
-        if n < th["chance_min_points_loss_only"]:
+        # With no accuracy: more points, and at ln(K) from the first point on; or, past the steps in which a healthy
+        # run leaves chance, fewer points held tighter to ln(K) (a paste of a few late iterations).
+        # Every point in the tight band: a model at a uniform guess prints the same loss to three or four digits, while a
+        # healthy late loss that happens to sit near ln(K) moves by more than the band between logged points.
+        late = (int(s.item(0, "step") or 0) >= th["chance_late_step"]
+                and float((every - ln_k).abs().max()) <= th["chance_late_tol"] * ln_k)
+        if n < th["chance_min_points_loss_only"] and not late:
             return None
         if abs(float(every.quantile(0.25)) - ln_k) > tol or float(every.min()) < ln_k - 3 * tol:
             return None

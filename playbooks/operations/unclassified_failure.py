@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 from forensics.playbooks import lexicon
-from forensics.playbooks.base import Playbook, declare
+from forensics.playbooks.base import Playbook, Threshold, declare
 from forensics.playbooks.evidence import ranks_text
 from forensics.playbooks.failure_signals import failure_signals, final_error
 
@@ -48,7 +48,9 @@ PLAYBOOK = declare(
         causes=_causes(),
         verify="Read the quoted final error and the innermost frame of your own code; check the ranked playbooks' verify steps",
         fix="As the most likely cause says; if none fits, fix the code path the traceback names",
-        thresholds={},
+        thresholds={
+            "impossible_points": Threshold(2, "lines with a perplexity below 1 that make a loss-computation bug", "ours; flashlight/flashlight#137, pytorch/examples#734 (perplexity 0 on every line)"),
+        },
         doc="""\
 ## Symptom
 The run failed — a traceback's final exception, a fatal signal (`Segmentation fault`, `Bus error`,
@@ -71,6 +73,11 @@ playbook with the log-odds of appearing in that playbook's incidents against the
 once per public thread, and only words seen in at least two threads of that playbook). Scores are the
 candidate's prior plus its words' weights; likelihoods come from a softmax. Each cause lists the words
 that voted for it (`facts.votes`). The candidate `unclassified_failure` is the program's own bug.
+
+A metric no correct loss can print is a failure too, with no error line: a perplexity below 1 on two or more
+lines (`metrics`), a loss computed wrongly (flashlight/flashlight#137: a language model's `Validation Perplexity: 0`
+every epoch, its forward missing the LogSoftmax; pytorch/examples#734). Only perplexity is read: a negative loss
+alone is no failure, since losses negative by design (-PSNR, -SSIM, soft dice, a continuous density's NLL) exist.
 
 ## Known false positives
 Healthy endings are not failures: a `KeyboardInterrupt` (Ctrl-C, also a `^C` pasted before the
