@@ -26,6 +26,12 @@ SHUTDOWN_CODES = KILL_CODES + ("torchrun_closing_worker", "torchrun_child_failed
                               "torchrun_worker_signal", "python_traceback", "shell_signal_exit", "process_killed",
                               "slurm_task_failed")
 
+def run_errored(ctx: Context) -> bool:
+    """Whether the run logged any error: a log that merely stops at a start-up line then crashed, and its playbook says
+    why (the at-end hang readings of the silent_hang_* modules stay quiet)."""
+    return ctx.events.filter(pl.col("severity").is_in(ERROR_SEVERITIES)).height > 0
+
+
 PLAYBOOK = declare(
     Playbook(
         id="silent-hang",

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import polars as pl
 from forensics.playbooks.evidence import detection, events
 from forensics.playbooks.fields import field
-from forensics.playbooks.operations.silent_hang import PLAYBOOK
+from forensics.playbooks.operations.silent_hang import PLAYBOOK, run_errored
 from forensics.playbooks.operations.silent_hang_rank_claims import detect_duplicate_rank_claims
 
 from forensics.contracts.context import Context
@@ -15,7 +14,6 @@ from forensics.contracts.model import Detection, Severity
 # init_distributed, torch's store-based barrier, torchrun's rendezvous (an `at_end` signature: parsers/signatures.toml,
 # form dist_init).
 END_CODES = ("log_end",)
-ERROR_SEVERITIES = ("error",)
 
 
 @PLAYBOOK.detector(("events",))
@@ -29,7 +27,7 @@ def detect_dist_init_end(ctx: Context, th: dict) -> Detection | None:
     rank-claims detector); an error anywhere means the run crashed and its playbook says why.
     """
     stop = events(ctx, END_CODES).filter(field("form") == "dist_init")
-    if stop.height == 0 or ctx.events.filter(pl.col("severity").is_in(ERROR_SEVERITIES)).height:
+    if stop.height == 0 or run_errored(ctx):
         return None
     if detect_duplicate_rank_claims(ctx, th) is not None:
         return None  # its finding names the cause; a low one here would lower the merged severity

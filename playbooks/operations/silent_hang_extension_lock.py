@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 from forensics.playbooks.evidence import detection, events
 from forensics.playbooks.fields import field
-from forensics.playbooks.operations.silent_hang import PLAYBOOK
+from forensics.playbooks.operations.silent_hang import PLAYBOOK, run_errored
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Detection, Severity
@@ -17,7 +17,6 @@ BUILD_CODES = ("torch_extensions_root", "torch_extension_lock")
 # (an `at_end` signature: parsers/signatures.toml, form extension_build); or a later line of the same build sequence
 # (`Emitting ninja build file`, `Building extension module X...`, `Loading extension module X...`: step build_or_load).
 END_CODES = ("log_end",)
-ERROR_SEVERITIES = ("error",)
 
 
 @PLAYBOOK.detector(("events",))
@@ -61,7 +60,7 @@ def _stopped_in_build_or_load(ctx: Context, stop: pl.DataFrame) -> Detection | N
     Low: a compile may still be running when a paste is taken, and a program may send its output elsewhere right after
     the load (Matrix-ASC/DeLA#14). An error anywhere in the run means it crashed, and its playbook says why.
     """
-    if ctx.events.filter(pl.col("severity").is_in(ERROR_SEVERITIES)).height:
+    if run_errored(ctx):
         return None
     last = stop.row(0, named=True)
     files = stop.get_column("file").cast(pl.String).implode()

@@ -5,16 +5,16 @@ from __future__ import annotations
 import polars as pl
 from forensics.playbooks.evidence import detection, events
 from forensics.playbooks.fields import field
-from forensics.playbooks.operations.silent_hang import PLAYBOOK
+from forensics.playbooks.operations.silent_hang import PLAYBOOK, run_errored
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Detection, Severity
 
 # The log stops on `Starting training...`, `Restoring... Done.`, `Restoring parameters from <ckpt>`, or a trainer's last
-# line before its first batch (YOLOX's `init prefetcher, …`, tf.data's `Shuffle buffer filled.`, mmcv's runner start)
+# line before its first batch (YOLOX's `init prefetcher, …`, mmcv's runner start; not tf.data's `Shuffle buffer
+# filled.`, which healthy runs end on too)
 # (`at_end` signatures: parsers/signatures.toml, form train_start), at most a few number-free lines from its end.
 END_CODES = ("log_end",)
-ERROR_SEVERITIES = ("error",)
 
 
 @PLAYBOOK.detector(("events", "metrics"))
@@ -28,7 +28,7 @@ def detect_train_start_end(ctx: Context, th: dict) -> Detection | None:
     metric line has made progress (an end there is a later phase a paste cut), and an error means the run crashed.
     """
     stop = events(ctx, END_CODES).filter(field("form") == "train_start")
-    if stop.height == 0 or ctx.events.filter(pl.col("severity").is_in(ERROR_SEVERITIES)).height:
+    if stop.height == 0 or run_errored(ctx):
         return None
     files = stop.get_column("file").unique().to_list()
     progressed = (ctx.metric_lines().filter(pl.col("file").cast(pl.String).is_in(files))
