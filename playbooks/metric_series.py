@@ -87,6 +87,12 @@ def quote(rows: pl.DataFrame, limit: int = 8) -> list[Evidence]:
     return evidence_rows(r.with_columns(pl.lit(None, pl.String).alias("text")), limit=limit)
 
 
+def quote_ends(rows: pl.DataFrame) -> list[Evidence]:
+    """The first two and the last of the rows as evidence, each input line once: where a repeated value starts and
+    that it still holds at the end."""
+    return quote(pl.concat([rows.head(2), rows.tail(1)]).unique(["file", "line"], maintain_order=True))
+
+
 def pick(s: pl.DataFrame, steps: list[int | None], rank: int | None = None) -> pl.DataFrame:
     """Rows of a series at the given steps (one rank when given), in that order, without duplicates."""
     want = [x for x in dict.fromkeys(steps) if x is not None]

@@ -48,7 +48,7 @@ def detect_negative_loss(ctx: Context, th: dict) -> Detection | None:
     return Detection(
         summary=summary,
         onset=M.onset_at(first),
-        evidence=M.quote(pl.concat([lines.head(2), lines.tail(1)]).unique(["file", "line"], maintain_order=True).drop("acc")),
+        evidence=M.quote_ends(lines),
         evidence_count=lines.height,
         causes={"targets_outside_loss_range": 0.9, "wrong_class_count": 0.6},
         confidence=0.8,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import polars as pl
 from forensics.playbooks import metric_series as M
 from forensics.playbooks.gradient.loss_stagnation import PLAYBOOK
 from forensics.playbooks.gradient.loss_stagnation_chance import ACC, EVAL_LOSS
@@ -33,7 +32,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
                      f"(step {first['step']}) on, and no loss is logged: the model has not changed its predictions since "
                      "training started (a constant prediction scores the share of one class)"),
             onset=M.onset_at(first),
-            evidence=M.quote(pl.concat([s.head(2), s.tail(1)]).unique(["file", "line"], maintain_order=True)),
+            evidence=M.quote_ends(s),
             evidence_count=s.height,
             causes={"weights_frozen": 0.4, "vanishing_gradient": 0.4, "zero_gradients": 0.3, "labels_masked": 0.2},
             confidence=0.75,

@@ -35,7 +35,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
                  "cross-entropy, at least 1): the loss is not computed as the objective it stands for (a missing log-softmax, probabilities fed where log-probabilities belong, "
                  "or a sign error); every number the run reports is meaningless until the loss is fixed"),
         onset=M.onset_at(first),
-        evidence=M.quote(pl.concat([lines.head(2), lines.tail(1)]).unique(["file", "line"], maintain_order=True)),
+        evidence=M.quote_ends(lines),
         evidence_count=lines.height,
         causes={OWN: 0.9, "bad_input_data": 0.2},
         confidence=0.8,
