@@ -89,6 +89,15 @@ CLOCK = r"\d+:\d{2}(?::\d{2})?(?:\.\d+)?"
 INTERVAL_WORD = r"delta|interval|per_(?:step|iter|batch)"
 GATE = r"(?:^|_)loss$|^grad_norm$|^ppl$"
 RESIDUE_LETTERS = 8
+# A caption before the pairs, up to the first `: ` (`BMN training loss(epoch 0): tem_loss: 1.184, …`,
+# JJBOY/BMN-Boundary-Matching-Network#22; OpenNMT-tf's `Evaluation result for step 435000: loss = … ; perplexity = inf`,
+# OpenNMT/OpenNMT-tf#744): it names the line, it is no prose around the values. Only the caption is let off the
+# residue count: the rest of the line must still be pairs.
+CAPTION = r"^\s*[A-Za-z][^:=]{0,60}?:\s"
+# A non-finite value printed by a counter the line prints beside its pairs (Marian's `Cost nan : Time 17.18s : nan words/s`,
+# marian-nmt/marian-dev#699): a number that went NaN, not words.
+CAPTION_STEP = r"^(?:[a-z_]*_)?(?:for|at|after)_((?:global_)?step|iter(?:ation)?|epoch)$"
+NONFINITE_WORD = r"(?i)\b(?:nan|inf)\b"
 
 JSON_KEY = r"[\w/.-]*loss[\w/.-]*|step|global_step|iteration|iter|num_updates|current_steps|_step|train/global_step"
 JSON_MATCH = rf"\{{\s*\"[^{{}}]*\"(?:{JSON_KEY})\"\s*:"
@@ -111,6 +120,9 @@ def rows_from_pairs(kv: pl.DataFrame, source: str) -> pl.DataFrame:
     key = pl.col("key").str.strip_chars().str.to_lowercase().str.replace_all(r"\.(\s|$)", "$1").str.replace_all(r"\s+", "_")
     # A log level the prefix splitter left before the first key (`INFO Train epoch: 17`) is not part of it.
     key = key.str.replace(r"^(?:info|warning|warn|debug|error)_", "")
+    # A caption's step (`Evaluation result for step 435000:`, TF Estimator's `Saving dict for global step 1000:`): the
+    # words before it name the line, the step is the step.
+    key = key.str.replace(CAPTION_STEP, "$1")
     unit = pl.col("unit").str.to_lowercase() if "unit" in kv.columns else pl.lit(None, pl.String)
     # `acc: 45476/54430=0.8355` (count/total=ratio, [OBS] jiesutd/NCRFpp#100): the ratio is the value.
     val = pl.coalesce("frac", "val") if "frac" in kv.columns else pl.col("val")
@@ -280,7 +292,8 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     gated = kv.group_by("_i").agg(ok.alias("_ok")).filter(pl.col("_ok")).select("_i")
     residue = (
         df.join(gated, on="_i", how="semi", maintain_order="left")
-        .select("_i", pl.col("msg").str.replace_all(KV_PAIR, " ").str.replace_all(r"\[[^\]]*\]|\([^)]*\)", " ")
+        .select("_i", pl.col("msg").str.replace(CAPTION, " ").str.replace_all(KV_PAIR, " ")
+                .str.replace_all(r"\[[^\]]*\]|\([^)]*\)", " ").str.replace_all(NONFINITE_WORD, " ")
                 .str.replace_all(r"[^A-Za-z]", "").str.len_chars().alias("_left"))
         .filter(pl.col("_left") <= RESIDUE_LETTERS)
         .select("_i")
@@ -323,7 +336,7 @@ COUNT_FIRST = r"(?i)(^|[\s,])(\d+)\s+(epoch|batch|iter|iteration|step),"
 # Two words of one name spaced by hand before a loss word (`Discriminator  Loss:`, `Generator  Loss:`).
 SPACED_NAME = r"(?i)\b([a-z]+) {2,}(loss\b)"
 # Also in brackets (`[TEST] Loss: 2.3440, Error: 8999/10000 (90%)`).
-EVAL_LINE = r"(?i)^\s*(?:\[(?:test|val|valid|validation|eval|evaluation)\]|(?:test|val|valid|validation|eval|evaluation)(?: set)?(?:\s*:| \d+ [a-z]))"
+EVAL_LINE = r"(?i)^\s*(?:\[(?:test|val|valid|validation|eval|evaluation)\]|evaluation results? for |saving dict for global step |(?:test|val|valid|validation|eval|evaluation)(?: set)?(?:\s*:| \d+ [a-z]))"
 SET_INDEX = r"(?i)^(?:test|val|valid|validation|eval|evaluation|dev) set$"
 
 

@@ -1,4 +1,4 @@
-"""bad-input-data from samples a batch or a loss cannot take: uneven shapes in collate, boxes outside the image, CTC labels no alignment fits."""
+"""bad-input-data from samples a batch or a loss cannot take: uneven shapes in collate, boxes outside the image or of no size, CTC labels no alignment fits."""
 
 from __future__ import annotations
 
@@ -20,13 +20,25 @@ CTC_CODES = ("ctc_no_valid_path",)
 CTC_SOURCE = r"ctc_loss_calculator\.(?:cc|h):\d+\]"
 
 
+# numpy's `invalid value` / `divide by zero` warning raised where box regression targets are encoded from the ground-truth
+# boxes (py-faster-rcnn and its forks' bbox_transform.py `targets_dh = np.log(gt_heights / ex_heights)`, Deformable-ConvNets'
+# bbox/bbox_transform.py, text-detection-ctpn's fast_rcnn/bbox_transform.py): the log of a ground-truth width or height
+# that is zero or negative, an annotation with x_max <= x_min (endernewton/tf-faster-rcnn#107: `gt_rois[:, 1]` 81918.8
+# above `gt_rois[:, 3]` 188.75; py-faster-rcnn#268, #775; Deformable-ConvNets#204 `check your own dataset bbox label`;
+# text-detection-ctpn#49). The same warning elsewhere (nms.py on predicted boxes, a model's own arithmetic) says nothing
+# of the data.
+NUMPY_CODES = ("numpy_invalid_value",)
+BOX_TARGETS = r"(?i)b(?:ounding_?)?box(?:es)?_?(?:transform|coder|encod\w*)\.py:"
+
+
 @PLAYBOOK.detector(("events",))
 def detect_unfit_samples(ctx: Context, th: dict) -> Detection | None:
     """Samples of uneven shapes in a batch, boxes outside their image, CTC labels longer than their input."""
     shapes = within(ctx, events(ctx, SHAPE_CODES), COLLATE)
     boxes = events(ctx, BOX_CODES)
     ctc = events(ctx, CTC_CODES, text=CTC_SOURCE)
-    if not (shapes.height or boxes.height or ctc.height):
+    sizes = events(ctx, NUMPY_CODES, text=BOX_TARGETS)
+    if not (shapes.height or boxes.height or ctc.height or sizes.height):
         return None
     causes: dict[str, float] = {}
     parts: list[str] = []
@@ -40,9 +52,14 @@ def detect_unfit_samples(ctx: Context, th: dict) -> Detection | None:
         causes["infeasible_samples"] = 0.9
         parts.append(f"the CTC loss found no valid alignment {event_count(ctc)} time(s): a label longer than its input "
                      "(after subsampling) gives an infinite loss")
-    ev = combine(shapes, boxes, ctc)
+    if sizes.height:
+        causes["annotations_outside_image"] = 0.9
+        parts.append(f"numpy warned while encoding box targets from the ground truth ({first_message(sizes)}): the log of a "
+                     "box width or height that is zero or negative, an annotation with max <= min")
+    ev = combine(shapes, boxes, ctc, sizes)
     # A crash on a sample is as sure as its message; CTC warnings leave the run going, one bad sample each.
-    severity = Severity.HIGH if shapes.height or boxes.height else Severity.MEDIUM
+    severity = Severity.HIGH if shapes.height or boxes.height or sizes.height else Severity.MEDIUM
     return detection(ev, f"invalid samples{where(ev.row(0, named=True))}: " + "; ".join(parts), causes,
                      confidence=0.9 if severity == Severity.HIGH else 0.7, severity=severity,
-                     facts={"uneven_shapes": shapes.height, "boxes_outside_image": boxes.height, "ctc_no_valid_path": ctc.height})
+                     facts={"uneven_shapes": shapes.height, "boxes_outside_image": boxes.height, "ctc_no_valid_path": ctc.height,
+                            "box_size_warnings": sizes.height})

@@ -21,6 +21,12 @@ LOGGED_CODES = ("nonfinite_logged_value",)
 # The evaluation loss of the whole objective (`val_loss`, `test val_loss` -> test_loss, `eval_loss`): read only when every
 # one is non-finite. Not an evaluation of one part (a GAN's `val_g_loss`), which may be undefined on held-out data.
 EVAL_LOSS = r"^(?:eval|val|valid|validation|test|dev)_loss$"
+# Perplexity is exp of the cross-entropy: printed as inf it overflowed exp, a loss above ~88 per token in float32
+# (709 in float64) where an untrained model starts near ln(vocabulary) ~ 10; NaN, the loss was NaN. Either way the
+# loss it stands for is non-finite or diverged (OpenNMT-tf's `Evaluation result for step 435000: loss = 148890.718750 ;
+# perplexity = inf` before `Model diverged with loss = NaN`, OpenNMT/OpenNMT-tf#744). OpenNMT-py caps the exponent
+# (exp(min(loss, 100))) and fairseq prints 2**loss: finite for any loss a run that has not diverged prints.
+PERPLEXITY = r"(?:^|_)(?:perplexity|ppl)$"
 
 PLAYBOOK = declare(
     Playbook(
@@ -55,6 +61,8 @@ PLAYBOOK = declare(
             "buildup_factor": Threshold(3, "max of the last points before the onset over the window median that counts as a build-up", "ours"),
             "eval_points": Threshold(2, "evaluations whose loss is NaN/Inf, every one of them, that make a NaN evaluation loss (medium)", "ours; a single NaN evaluation that later turns finite is a transient, not a broken model"),
             "masked_grad_points": Threshold(3, "consecutive NaN grad norms that stand for a NaN loss when the logger masks the loss (HF logging_nan_inf_filter)", "ours; formats.md §1.1 NaN masking"),
+            "zeroed_points": Threshold(3, "consecutive logged losses of exactly 0 after a clearly non-zero one that stand for a masked NaN loss", "ours; wwxu21/CUT#2 (11 zeros after 1.6736)"),
+            "zeroed_from": Threshold(0.1, "the last non-zero loss before the zeros at or above which a drop to exactly 0 in one interval is no descent", "ours; a loss learned down to 0 passes through 1e-2..1e-4 first"),
         },
         doc="""\
 ## Symptom
@@ -62,7 +70,9 @@ The logged training loss is NaN or Inf (first occurrence fires; three in a row i
 `Loss is nan, stopping training` style message appears, Megatron counts NaN iterations, or, where the
 logger masks a non-finite loss (HF Trainer's `logging_nan_inf_filter` logs `loss: 0` or the running
 average), the gradient norm is NaN for consecutive steps, or a NaN grad norm after finite ones comes
-with a loss that reads exactly 0 (one such point decides: a real loss is not exactly 0 with a NaN gradient).
+with a loss that reads exactly 0 (one such point decides: a real loss is not exactly 0 with a NaN gradient), or,
+with no grad norm logged, a loss that falls from 0.1 or more to exactly 0 in one logging interval and stays there
+(three points; medium: the NaN is inferred), or a perplexity (exp of the loss) printed as NaN/Inf.
 
 ## Why it matters
 Once a NaN reaches the weights every later step is wasted; the step where it starts and whether it
@@ -81,7 +91,8 @@ means divergence, overflow messages or a falling loss scale mean fp16 overflow.
 An `inf` grad norm on an fp16 step that the scaler skipped is normal and not a NaN loss; only NaN
 grad norms (or a non-finite loss) count. TensorBoard's `NaN or Inf found in input tensor.` does not
 name the scalar: when the logged loss stays finite it was another value, and nothing is reported.
-Megatron's `Unexpected result` for a spiky (finite) loss is not a NaN. Evaluation metrics are not the training loss:
+Megatron's `Unexpected result` for a spiky (finite) loss is not a NaN. A loss learned down to 0 through small values,
+a loss of 0 from its first point, and a loss of 0 beside a grad norm of exactly 0 (all labels masked) are no masked NaN. Evaluation metrics are not the training loss:
 an evaluation loss counts only when it is NaN/Inf at every evaluation (two or more) while nothing else is, and then
 at medium (a single NaN evaluation that later turns finite stays quiet).
 """,
@@ -96,13 +107,19 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if loss.height == 0:
         loss, name = _parts(ctx)
     hit = M.ts.first_nonfinite(loss) if loss.height else None
-    how = "loss"
+    how, ppl = "loss", ""
     if hit is None:
         hit = _masked(ctx, th) or _zeroed(ctx, loss)
         how = "grad_norm"
     if hit is None:
         hit = _megatron_counter(ctx)
         how = "nan_iterations"
+    if hit is None:
+        hit, ppl = _perplexity(ctx)
+        how = "perplexity"
+    if hit is None:
+        hit = _dropped_to_zero(ctx, loss, th)
+        how = "zeroed"
     # The rerun wrapper's row first: on a line both match, it carries the rank and iteration.
     ev = combine(events(ctx, RERUN_CODES, text=RERUN_NONFINITE), events(ctx, NAN_CODES))
     logged = events(ctx, LOGGED_CODES)
@@ -111,17 +128,23 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if hit is None:
         return _from_events(ev, th)
     rank = hit.rank
-    src = loss if how == "loss" else M.series(ctx, M.GRAD_NORM if how == "grad_norm" else ("nan_iterations",))
+    names = {"grad_norm": M.GRAD_NORM, "nan_iterations": ("nan_iterations",), "perplexity": (ppl,)}
+    src = M.series(ctx, names[how]) if how in names else loss
     part = src.filter((pl.col("rank") == rank) if rank is not None else pl.col("rank").is_null())
     causes, facts, why = _causes(ctx, part if how != "nan_iterations" else loss, hit, th)
-    incident = hit.points >= th["incident_points"] or hit.to_end or ev.height > 0
+    # A zero is a masked NaN only by inference (the logger hides the value): an alarm, not an incident.
+    incident = (hit.points >= th["incident_points"] or hit.to_end or ev.height > 0) and how != "zeroed"
     masked = "no loss is logged there"
     if how == "grad_norm" and loss.height:
         at = loss.filter(pl.col("step") == hit.step)
         if at.height and bool(at.get_column("value").is_finite().all()):
             masked = f"the logged loss is masked: {M.fmt(at.item(0, 'value'))}"
     what = {"loss": f"{name} is {hit.value}", "grad_norm": f"grad_norm is {hit.value} ({masked})",
-            "nan_iterations": "Megatron counts NaN iterations"}[how]
+            "nan_iterations": "Megatron counts NaN iterations",
+            "perplexity": f"{ppl} is {hit.value} (exp of the loss: a loss past the float range of exp, or NaN)"}.get(how)
+    if how == "zeroed":
+        what = (f"{name} reads exactly 0 right after {M.fmt(_last_nonzero(loss, hit))} (a masked non-finite loss: no loss "
+                "falls from there to exactly 0 in one logging interval)")
     run = f" for {hit.points} logged points" if hit.points > 1 else " once"
     if hit.to_end:
         run = " from then on"
@@ -181,6 +204,48 @@ def _zeroed(ctx: Context, loss: pl.DataFrame) -> M.ts.Onset | None:
     if zero.height == 0:
         return None
     return M.ts.onset(g, pl.col("value").is_nan(), 1)
+
+
+def _perplexity(ctx: Context) -> tuple[M.ts.Onset | None, str]:
+    """The first perplexity (training or evaluation) that is NaN/Inf, where no loss is."""
+    for name in M.names_like(ctx, PERPLEXITY):
+        s = M.series(ctx, name)
+        hit = M.ts.first_nonfinite(s) if s.height else None
+        if hit is not None:
+            return hit, name
+    return None, ""
+
+
+def _with_last_nonzero(loss: pl.DataFrame) -> pl.DataFrame:
+    """The loss with `_nz`: the last finite non-zero value logged before each point (of its rank)."""
+    v = pl.col("value")
+    nz = pl.when(v.is_finite() & (v != 0.0)).then(v).otherwise(None)
+    return loss.sort("rank", "step", nulls_last=True).with_columns(nz.forward_fill().shift(1).over("rank").alias("_nz"))
+
+
+def _last_nonzero(loss: pl.DataFrame, hit: M.ts.Onset) -> float | None:
+    at = _with_last_nonzero(loss).filter((pl.col("step") == hit.step) & pl.col("rank").eq_missing(hit.rank))
+    return at.item(0, "_nz") if at.height else None
+
+
+def _dropped_to_zero(ctx: Context, loss: pl.DataFrame, th: dict) -> M.ts.Onset | None:
+    """A loss that falls from a clearly non-zero value (`zeroed_from`) to exactly 0 in one logging interval and stays
+    there (`zeroed_points`): a trainer that masks a non-finite loss before logging it. HF Trainer's
+    `logging_nan_inf_filter` (on by default) leaves a NaN/Inf step out of the interval's sum, so an interval of NaN
+    steps logs `'loss': 0.0` (wwxu21/CUT#2: 1.6736, then 0.0 at every later log while the warm-up LR rises, the
+    maintainer: `Loss 0 means there is a nan in your loss`). A loss learned down to 0 passes through small values first
+    (0.01, 0.0001) and stays quiet; so does a loss of 0 with a grad norm of exactly 0 (an all-masked batch,
+    tokenizer-mismatch's evidence) and a loss that is 0 from its first point (no finite value to fall from)."""
+    if loss.height < th["zeroed_points"] + 1:
+        return None
+    s = _with_last_nonzero(loss)
+    hit = M.ts.onset(s, (pl.col("value") == 0.0) & (pl.col("_nz") >= th["zeroed_from"]), int(th["zeroed_points"]))
+    if hit is None:
+        return None
+    g = M.series(ctx, M.GRAD_NORM)
+    if g.height and g.filter((pl.col("step") >= hit.step) & (pl.col("value") == 0.0)).height:
+        return None
+    return hit
 
 
 def _megatron_counter(ctx: Context) -> M.ts.Onset | None:
