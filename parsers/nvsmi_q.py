@@ -6,6 +6,11 @@ names (`ECC Errors/Volatile/DRAM Uncorrectable`) with one forward fill per inden
 a table of path patterns maps paths to columns; then one pivot per file chunk. Old and new
 section names are both accepted (`Clocks Throttle Reasons` / `Clocks Event Reasons`, `Power
 Readings` / `GPU Power Readings`, pre-Ampere `Single Bit` / `Double Bit` ECC).
+
+Excerpts pasted without the banner and the GPU line (one GPU's sections, e.g. `Clocks Throttle
+Reasons` ... `Clocks` at column 0 in l4rz/reverse-engineering-dell-idrac-to-get-rid-of-gpu-throttling's
+README, or `nvidia-smi -q | grep -A8 'Clocks Throttle'` in kubeflow/kubeflow#68) are read as one
+sample of one unnamed GPU: their shallowest indent is taken as the level under the GPU line.
 """
 
 from __future__ import annotations
@@ -22,6 +27,12 @@ from forensics.parsers.nvsmi_csv import sink_result
 MAX_DEPTH = 7
 LOG_HEADER = "==============NVSMI LOG=============="
 GPU_HEADER = r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$"
+# Section names that open a banner-less excerpt (the per-GPU sections people paste or grep for).
+EXCERPT_SECTIONS = r"^(?:Clocks (?:Event|Throttle) Reasons|Clocks|Max Clocks|Temperature|(?:GPU )?Power Readings|Utilization|FB Memory Usage)$"
+KEY_VALUE = r"^\s*\S.*?\s+: \S"
+COMMAND = r"^\s*\$ .*nvidia-smi"
+# A note typed after a value in a hand-made excerpt (`382 MHz   ← should be ~1530 MHz`, `<-- note`).
+HAND_NOTE = r"\s{2,}(?:←|<-+|#)\s.*$"
 
 # (regex on the path below the GPU line, column, converter, priority; "sum" adds every match).
 RULES: list[tuple[str, str, str, int]] = [
@@ -116,9 +127,19 @@ def _text_value(kind: str) -> pl.Expr:
     return {"text": F.text, "bus": F.bus_id, "pstate": F.pstate, "compute_mode": F.compute_mode}.get(kind, lambda e: pl.lit(None, pl.String))(v)
 
 
+def _as_gpu_block(frame: pl.DataFrame) -> pl.DataFrame:
+    """A banner-less excerpt re-indented one level under a GPU line: its shallowest indent becomes level 1."""
+    body = frame.filter((pl.col("text").str.strip_chars() != "") & ~pl.col("text").str.contains(COMMAND))
+    indent = body.get_column("text").str.len_chars() - body.get_column("text").str.strip_chars_start(" ").str.len_chars()
+    cut = int(indent.min() or 0)
+    return body.with_columns((pl.lit("    ") + pl.col("text").str.slice(cut).str.replace(HAND_NOTE, "")).alias("text"))
+
+
 def parse_lines(frame: pl.DataFrame, seq0: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Lines of one or more complete `-q` reports into gpu and gpu_procs frames."""
-    df = keyed_lines(frame)
+    """Lines of one or more complete `-q` reports (or one banner-less excerpt) into gpu and gpu_procs frames."""
+    texts = frame.get_column("text").str.strip_chars_end()
+    excerpt = not (texts.str.contains(GPU_HEADER).any() or texts.str.contains(LOG_HEADER, literal=True).any())
+    df = keyed_lines(_as_gpu_block(frame) if excerpt else frame)
     if df.height == 0:
         return pl.DataFrame(), pl.DataFrame()
     is_log = pl.col("text").str.contains(LOG_HEADER, literal=True)
@@ -128,8 +149,12 @@ def parse_lines(frame: pl.DataFrame, seq0: int = 0) -> tuple[pl.DataFrame, pl.Da
         is_gpu.cast(pl.Int64).cum_sum().alias("_blk"),
         pl.when((pl.col("lvl") == 0) & (pl.col("key") == "Timestamp")).then(F.timestamp(pl.col("value"))).otherwise(None).alias("_ts"),
     ).with_columns(pl.col("_ts").forward_fill().over("_log"))
+    if excerpt:
+        # One unnamed GPU: every line is in its block, quoted from the excerpt's first line.
+        df = df.with_columns(pl.lit(1, pl.Int64).alias("_blk"))
+        is_gpu = pl.int_range(pl.len()) == 0
     gpus = df.filter(is_gpu).select(
-        "_blk", "_log", pl.col("line"), F.bus_id(pl.col("key").str.slice(4)).alias("_bus"), pl.col("_ts").alias("ts"),
+        "_blk", "_log", pl.col("line"), (pl.lit(None, pl.String) if excerpt else F.bus_id(pl.col("key").str.slice(4))).alias("_bus"), pl.col("_ts").alias("ts"),
     ).with_columns(
         (pl.int_range(pl.len()).over("_log")).cast(pl.Int32).alias("gpu"),
         (pl.col("_log") - pl.col("_log").min() + seq0).cast(pl.Int64).alias("seq"),
@@ -240,7 +265,20 @@ def sniff(sn: Sniffed) -> int:
         return 85
     if any(re.match(r"^Timestamp\s+: ", ln) for ln in lines) and LOG_HEADER in sn.text[:2000]:
         return 80
-    return 0
+    return 70 if _is_excerpt(F.first_lines(sn.text, 40)) else 0
+
+
+def _is_excerpt(lines: list[str]) -> bool:
+    """A banner-less excerpt: (after an optional `$ nvidia-smi ...` command) a known section name, then
+    nothing but `Key : value` lines and section names."""
+    body = [ln for ln in lines if ln.strip()]
+    if body and re.match(COMMAND, body[0]):
+        body = body[1:]
+    if len(body) < 3 or not re.match(EXCERPT_SECTIONS, body[0].strip()):
+        return False
+    keyed = sum(bool(re.match(KEY_VALUE, ln)) for ln in body)
+    named = sum(bool(re.match(EXCERPT_SECTIONS, ln.strip())) for ln in body)
+    return keyed >= 2 and keyed + named == len(body)
 
 
 PARSER = Parser(kind="nvsmi_query_text", quotable=True, sniff=sniff, parse=parse, description="nvidia-smi -q text report")

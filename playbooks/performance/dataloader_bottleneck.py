@@ -32,6 +32,7 @@ PLAYBOOK = declare(
             "min_steps": Threshold(5, "steps needed before the median share is judged", "ours"),
             "blatant_share": Threshold(0.5, "share of the summed step time (or of the running averages) that decides from a few points", "issue 13 (decide on a few points when blatant)"),
             "short_min_points": Threshold(2, "logged points, warm-up left out, needed for the summed share", "ours"),
+            "warmup_steps": Threshold(20, "first iterations of training (by the logged step) a few-point summed share leaves out", "detectron2 CommonMetricPrinter (data_time averaged over a 20-iteration window)"),
             "warmup_batches": Threshold(3, "first batches of each epoch left out where the log prints the batch index", "ours"),
             "stall_ms": Threshold(10000, "loader wait (ms) of the first batch and of a later one that make a recurring stall when no step time is logged", "ours; mozilla/TTS#407 (~120 s a batch)"),
             "stall_repeat": Threshold(0.5, "later wait over the first batch's wait that counts as the stall coming back", "ours"),
@@ -52,7 +53,9 @@ Every millisecond waiting for data is lost throughput; more GPUs do not help.
 ## Known false positives
 The first logged point of each rank and of each epoch (workers starting), and the first 3 batches of an
 epoch where the log prints the batch index, are left out. With fewer than 5 points the summed data time
-must be at least half the summed step time; a median share between 20% and half the step is reported
+must be at least half the summed step time, and points of the run's first 20 iterations do not count
+(a paste of a run's first iterations shows its warm-up: detectron2 / LiBai `data_time` is a 20-iteration
+window average that still holds the first batches while `time` leaves them out); a median share between 20% and half the step is reported
 at low severity only (the loader costs some throughput but does not dominate). Where a log's data time
 exceeds its step time, that step time excludes the data wait and the share is data / (data + step); the running averages (`Data 0.000 (2.393)`) are judged only
 500 batches into an epoch or with the epoch's first batch logged and taken out.

@@ -28,6 +28,12 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
         found = _median_share(j, th)
         if found is not None:
             return found
+    # A few points decide only past the run's first iterations: before them the loader is still warming up and the
+    # windowed meters (detectron2 / LiBai `data_time`: a 20-iteration average, while `time` leaves the warm-up out)
+    # still carry the first batches ([OBS] Oneflow-Inc/libai#308: iterations 0-4 of a healthy 100-iteration test).
+    # Only where the log prints the iteration: without it, the step is the line's ordinal in a paste of any moment.
+    if ctx.metrics_select("step", where=pl.col("step").is_not_null(), names=DATA_TIME).height:
+        j = j.filter(pl.col("step").is_null() | (pl.col("step") >= th["warmup_steps"]))
     if j.height >= th["short_min_points"]:
         found = _summed_share(j, th)
         if found is not None:

@@ -15,6 +15,7 @@ SW_POWER_CAP, HW_SLOWDOWN, SW_THERMAL, HW_THERMAL, HW_POWER_BRAKE = 0x4, 0x8, 0x
 THROTTLE = SW_POWER_CAP | HW_SLOWDOWN | SW_THERMAL | HW_THERMAL | HW_POWER_BRAKE
 THERMAL = SW_THERMAL | HW_THERMAL
 POWER = SW_POWER_CAP | HW_POWER_BRAKE
+GPU_IDLE = 0x1
 
 PLAYBOOK = declare(
     Playbook(
@@ -43,6 +44,7 @@ PLAYBOOK = declare(
             "clock_drop": Threshold(0.10, "SM clock drop (vs the GPU's own unthrottled clock) a power-cap-only episode must show to count", "ours"),
             "step_slowdown": Threshold(0.10, "step-time increase while throttled (vs the rest of training) that confirms the steps waited for the GPU", "PLAYBOOKS.md gpu-throttling (clock drops that line up with slower steps)"),
             "trim_share": Threshold(0.05, "share of samples at each end of the active span left out when the logs give no training window", "ours"),
+            "snapshot_clock_ratio": Threshold(0.5, "SM clock over its max clock at or below which a snapshot's bare HW Slowdown counts (NVML: HW Slowdown cuts the clocks by a factor of 2 or more)", "NVML nvmlClocksThrottleReasonHwSlowdown"),
         },
         doc="""\
 ## Symptom
@@ -60,8 +62,15 @@ for the slowest GPU: one hot GPU slows the whole job.
 `gpu` (reason mask, SM clock, temperature, power per sample) and `metrics` (`step_time_ms`) for
 the slowdown in the same window.
 
+A one-off `nvidia-smi -q` snapshot (fewer samples than a series needs, e.g. a pasted `Clocks Throttle
+Reasons` excerpt) is enough when the hardware itself holds the clocks down: HW Power Brake or HW
+Thermal Slowdown active on a GPU that is not idle, or a bare HW Slowdown with the SM clock at half its
+max clock or less.
+
 ## Known false positives
-GpuIdle, applications-clocks, sync-boost and display reasons are not throttling; an idle GPU at
+A snapshot of an idle GPU (Idle active, or 0% utilisation) or one with only SW Power Cap active is
+not a finding: a power cap at full load is normal, and NVML may report HW Slowdown for a moment
+during a P-state or clock change. GpuIdle, applications-clocks, sync-boost and display reasons are not throttling; an idle GPU at
 low clocks is not a finding. A power cap touched for a sample or two, or without a clock drop, is
 normal operation at full load and is not reported.
 """,
@@ -90,6 +99,31 @@ def _step_slowdown(ctx: Context, lo, hi) -> tuple[float, float, pl.DataFrame] | 
     return float(inside.get_column("value").median()), float(outside.get_column("value").median()), inside
 
 
+def _snapshot_hit(part: pl.DataFrame, th: dict) -> dict | None:
+    """A few `-q` snapshots of one GPU: the hardware holding the clocks down on a GPU that is not idle (a power
+    brake asserted by the chassis, a thermal slowdown), or a bare HW Slowdown with the SM clock at half its max
+    or less (l4rz/reverse-engineering-dell-idrac-to-get-rid-of-gpu-throttling: HW Power Brake Slowdown Active,
+    SM 382 MHz on a V100). A single sample cannot show a share of training, so the hardware bits decide."""
+    mask = pl.col("throttle_mask").cast(pl.Int64).fill_null(0)
+    working = ((mask & GPU_IDLE) == 0) & (pl.col("utilization_gpu_pct").fill_null(100) > 0)
+    ratio = pl.col("sm_clock_mhz") / pl.col("sm_clock_max_mhz")
+    held = ((pl.col("_bits") & (HW_POWER_BRAKE | HW_THERMAL)) != 0) | (
+        ((pl.col("_bits") & HW_SLOWDOWN) != 0) & (ratio <= th["snapshot_clock_ratio"]).fill_null(False))
+    thr = part.filter(working & held)
+    if thr.height == 0:
+        return None
+    bits = 0
+    for b in thr.get_column("_bits").unique().to_list():
+        bits |= int(b)
+    clk = thr.get_column("sm_clock_mhz").drop_nulls()
+    mx = thr.get_column("sm_clock_max_mhz").drop_nulls()
+    during = float(clk.median()) if clk.len() else None
+    usual = float(mx.max()) if mx.len() else None
+    drop = (1 - during / usual) if usual and during is not None else None
+    return {"thr": thr, "share": thr.height / part.height, "bits": bits, "usual": usual, "during": during, "drop": drop,
+            "snapshot": True}
+
+
 @PLAYBOOK.detector(("gpu",))
 def detect_throttling(ctx: Context, th: dict) -> Detection | None:
     """Slowdown reasons active in a share of a GPU's training samples, with its SM clock down."""
@@ -100,6 +134,11 @@ def detect_throttling(ctx: Context, th: dict) -> Detection | None:
     window = S.training_window(ctx)
     hits = []
     for (_file, _source, gpu), part in S.streams(g):
+        if part.height < th["min_samples"]:
+            snap = _snapshot_hit(part, th)
+            if snap is not None:
+                hits.append({"gpu": gpu, "w": part, **snap})
+            continue
         busy = pl.col("utilization_gpu_pct").fill_null(100) > 5
         w = S.in_window(part, window, th["trim_share"], active=busy)
         if w.height == 0:
@@ -139,14 +178,17 @@ def detect_throttling(ctx: Context, th: dict) -> Detection | None:
         causes["power_limit"] = 0.8 if not all_bits & THERMAL else 0.4
     if all_bits & HW_SLOWDOWN and not all_bits & (THERMAL | POWER):
         causes["failing_hardware"] = 0.8
-    elif all_bits & HW_SLOWDOWN:
+    elif all_bits & HW_SLOWDOWN and not all_bits & HW_POWER_BRAKE:
         causes.setdefault("cooling", 0.6)
     temps = thr.get_column("temperature_c").drop_nulls()
     clock = (f"; SM clock {top['during']:.0f} MHz vs {top['usual']:.0f} MHz usual ({-top['drop']:.0%})"
-             if top["drop"] is not None else "")
+             if top["drop"] is not None else f"; SM clock {top['during']:.0f} MHz" if top["during"] is not None else "")
     heat = f" at up to {temps.max():.0f} C" if temps.len() else ""
-    summary = (f"GPU {top['gpu']} throttled ({', '.join(names)}) in {top['share']:.0%} of its training samples "
-               f"({S.span(thr)}){clock}{heat}")
+    if top.get("snapshot"):
+        summary = f"GPU {top['gpu']} held down by the hardware in an nvidia-smi snapshot ({', '.join(names)} active){clock}{heat}"
+    else:
+        summary = (f"GPU {top['gpu']} throttled ({', '.join(names)}) in {top['share']:.0%} of its training samples "
+                   f"({S.span(thr)}){clock}{heat}")
     facts = {"gpu": int(top["gpu"]), "throttled_share": round(top["share"], 3), "reasons": names,
              "sm_clock_mhz": top["during"], "sm_clock_usual_mhz": top["usual"]}
     if len(hits) > 1:
