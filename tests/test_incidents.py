@@ -104,10 +104,8 @@ STILL_MISSED: dict[str, str] = {
     "pytorch_retinanet_201_stuck_before_first_iter_dataloader_workers": "hang: want silent-hang, got none (on arrival)",
     "mask_rcnn_1588_keras_stuck_at_999_of_1000_validation_generator": "hang: want silent-hang, got none (on arrival)",
     "rwkv_lm_207_v5_world_ckpt_in_v4neo_trainer_size_mismatch": "short-paste: want checkpoint-failure, got none (on arrival)",
-    "fms_hf_tuning_18_lora_zero_loss_response_template_ignored": "metric-shape: want loss-stagnation, got none (on arrival)",
-    "anatomynet_6_dice_zero_batchnorm_commented_out": "metric-shape: want vanishing-gradient, got none (on arrival)",
-    "caffe_2343_unshuffled_data_periodic_loss_accuracy_drops": "metric-shape: want loss-spike, got none (on arrival)",
-    "pytorch_unet_78_negative_bce_loss_masks_0_255": "metric-shape: want bad-input-data, got none (on arrival)",
+    "anatomynet_6_dice_zero_batchnorm_commented_out": ("metric-shape: want vanishing-gradient; the log shows one epoch: "
+    "caffe_2343_unshuffled_data_periodic_loss_accuracy_drops": ("metric-shape: want loss-spike; the excerpt shows five "
     "marian_dev_699_fp16_tensorcore_cost_nan_2080ti": "numerical: want fp16-overflow, got nan-loss (the paste shows Marian's `Cost nan` after finite costs and a large gNorm, with no fp16, overflow or loss-scale line; fp16/TensorCore and --cost-scaling are named only in the thread)",
     "centernet_630_ddd_kitti_slow_data_cpu_contention": "perf: want dataloader-bottleneck, got none (the paste is the epoch's first two batches only: Data 1.897 s on batch 0 (worker start), 0.033 s on batch 1, running averages Data 0.965 s of Net 6.604 s = 15% of the step; no point past the warm-up shows the loader dominating; the CPU contention by another process is only in the thread)",
     "tf_faster_rcnn_84_cpu_only_tensorflow_20s_per_iter": "perf: want low-gpu-utilization, got none (the paste shows one iteration line and 'speed: 19.982s / iter', no device or utilisation line; that the GPU sat idle under a CPU-only TensorFlow build is only in the thread: the commenter's 'GPU Utilization almost zero' and the maintainer's reply)",

@@ -280,7 +280,10 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     # An accuracy alone on its line passes too (`validation accuracy:\t\t10.64 %`): one metric per line is a
     # common hand-printed shape, and the coverage test below still rejects prose.
     is_acc = pl.col("key").str.strip_chars().str.to_lowercase().replace_strict(prose, default="").str.contains(ACC_GATE)
-    is_loss = gate_name.str.contains(GATE) | (gate_name.str.starts_with("loss_") & (gate_name != "loss_scale")) | is_acc
+    # So does a Dice coefficient alone on its line (Pytorch-UNet's eval print `Validation Dice Coeff: 0.18`): a bounded
+    # score whose value tells masks loaded outside [0, 1] (above 1) from a model that learns.
+    is_dice = pl.col("key").str.strip_chars().str.to_lowercase().str.replace_all(r"\s+", "_").str.contains(DICE_GATE)
+    is_loss = gate_name.str.contains(GATE) | (gate_name.str.starts_with("loss_") & (gate_name != "loss_scale")) | is_acc | is_dice
     # A timing-only line (`load_data_time: 19.6173, train_step_time: 0.686`) passes when it names both a data
     # time and a step time: the pair is what the loader's share of each step is read from. So does a data time
     # on a line that names its step (`> Step:5 [...] LoaderTime:120.21 [...]`, a mozilla/TTS line the poster
@@ -330,6 +333,8 @@ OPEN = r"(?:\[\s*|[Aa]rray\(\[?\s*)?"
 # `←` too: hand-annotated trajectories (`step=220  loss=1.43  gnorm=7.7    ← BEST`, paiml/entrenar#274).
 COMMENT = r"\s+(?:<-+|←|#+)\s*[A-Za-z].*$"
 ACC_GATE = r"^(?:eval_|test_)?acc(?:uracy)?$"
+# `Validation Dice Coeff`, `dice_score`, `Dice`: milesial/Pytorch-UNet train.py / eval.py ([OBS] milesial/Pytorch-UNet#56, #78, #84).
+DICE_GATE = r"(?:^|_)dice(?:_coeff?|_coefficient|_score)?$"
 # DeblurGAN-tf's `'%d epoch, %d batch, Discriminator  Loss: %f'` ([OBS] LeeDoYup/DeblurGAN-tf#11): the count before its
 # name, then a comma (which keeps prose such as `after 5 epochs, the loss` out).
 COUNT_FIRST = r"(?i)(^|[\s,])(\d+)\s+(epoch|batch|iter|iteration|step),"
@@ -347,6 +352,8 @@ KV_MATCH = (
     # TF-era `cost` (`labeling_cost 0.10 targetspecific_cost nan`, `Epoch 1 cost: nan`): a loss by the word rules.
     r"|cost\s*[:= ]\s*(?:[-+.\d]|nan|inf)"
     r"|\bloss_[a-z]\w*=(?:[-+.\d]|nan|inf)|accuracy\s*[:=]\s*[-+.\d]"
+    # A Dice coefficient alone on its line (`Validation Dice Coeff: 1.97`, milesial/Pytorch-UNet).
+    r"|dice(?: coeff?| coefficient| score)?\s*:\s*[-+.\d]"
     # A split's accuracy with a space for separator, one per epoch (the MLX MNIST example's `Epoch 0: Test accuracy 0.113`,
     # [OBS] ml-explore/mlx#188); only after a split word, so prose (`accuracy 90% on`) still needs the coverage test.
     r"|(?:test|val|valid|validation|eval|train|training) accuracy [-+.\d]"
@@ -356,4 +363,4 @@ KV_MATCH = (
     rf"|\bstep\s*[:=]\s*\d+\b.*{DATA_TIME_WORD}\s*[:=]\s*[.\d]"
 )
 JSON_GRAMMAR = Grammar("json", ('{"',), JSON_MATCH, extract_json)
-KV_GRAMMAR = Grammar("generic", ("loss", "cost", "grad_norm", "grad norm", "gnorm", "perplexity", "accuracy", "_time", "loadertime"), KV_MATCH, extract_kv)
+KV_GRAMMAR = Grammar("generic", ("loss", "cost", "grad_norm", "grad norm", "gnorm", "perplexity", "accuracy", "_time", "loadertime", "dice"), KV_MATCH, extract_kv)

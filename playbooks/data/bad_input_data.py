@@ -79,6 +79,8 @@ PLAYBOOK = declare(
             "negative_loss_points": Threshold(3, "logged lines with a loss below zero beside an accuracy that show targets outside the loss's range", "ours; one negative line may be a likelihood objective"),
             "negative_loss_below": Threshold(-1e-3, "a loss below this is negative (above it, rounding of a loss at zero)", "ours"),
             "negative_loss_acc_rise": Threshold(0.02, "rise of the accuracy over those lines (absolute) above which the model is learning the labels", "ours"),
+            "overlap_loss_below": Threshold(-1.0, "a loss below this beside a Dice/IoU above 1 shows masks outside [0, 1] (a "
+                                                   "soft-Dice loss, negative by design, stays at or above -1)", "ours; -1 is -Dice at its best"),
             "negative_loss_min_acc": Threshold(0.01, "accuracy below which the printed accuracy is no classification accuracy (continuous targets)", "ours"),
         },
         doc="""\
@@ -88,7 +90,8 @@ PLAYBOOK = declare(
 embedding, `srcIndex < srcSelectDimSize`, reports of NaN/Inf in inputs, or updates skipped again and again for a
 NaN gradient norm while the loss stays finite, or a training loss below zero on lines that also report an
 accuracy (a classification objective: cross-entropy cannot be negative unless the targets lie outside its
-range) for several lines while the accuracy does not rise. Samples a batch or a loss cannot take: `stack expects each
+range) for several lines while the accuracy does not rise, or a segmentation Dice/IoU above 1 beside a loss far below
+zero (`Validation Dice Coeff: 1.97` after `loss: -2474.71`: masks loaded as 0-255). Samples a batch or a loss cannot take: `stack expects each
 tensor to be equal size` raised under the DataLoader's collate frames (the dataset yields samples of different
 shapes), albumentations' box checks (`Expected x_min for bbox … to be in the range [0.0, 1.0]`, `x_max is less than
 or equal to x_min for bbox`: an annotation outside its image), TensorFlow's CTC `No valid path found.` (a label no
@@ -120,6 +123,9 @@ policy/value, entropy, generator/discriminator or contrastive term; only the pla
 loss counts, only beside an accuracy, and only when that accuracy stays where it started (a likelihood objective
 such as a residual log-likelihood loss goes below zero while its accuracy rises); an accuracy under 1% is no
 classification accuracy (a regression or trading objective printing Keras' `acc`).
+A Dice/IoU above 1 counts only beside at least `negative_loss_points` loss lines below `overlap_loss_below` (masks
+loaded as 0-255 push both past what 0/1 targets allow); a soft-Dice loss negative by design stays at or above -1,
+and a Dice above 1 beside a positive loss is an averaging bug in the evaluation, not the data.
 The `stack expects each tensor to be equal size` message outside collate frames (a stack in the model's forward) is a
 code error, not the data's; `No valid path found.` counts only from TensorFlow's CTC calculator (its glog prefix), and
 a crash-free CTC warning is reported at medium (one bad sample each, the run goes on).

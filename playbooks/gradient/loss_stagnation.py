@@ -79,6 +79,9 @@ The job runs, logs and checkpoints normally while learning nothing.
 `metrics` `loss` (every framework spelling) and `lr`; the onset is the first point from which the
 smoothed loss stays within the flat band. An LR of 0 throughout makes `lr_zero` the first cause;
 other playbooks (LoRA, vanishing gradient, clipping, loss-scale runaway) explain it when they fire.
+A completion-only collator's warning that a sample was masked whole (TRL `... This instance will be ignored in loss
+calculation.`) beside a loss of exactly 0 at half or more of its logged points is the labels-masked case (high); the
+warnings beside a loss mostly above 0 stay quiet (a few truncated samples among learning ones).
 
 ## Known false positives
 A reinforcement-learning loss (the run logs policy-gradient/value losses, approx_kl or episode rewards: SB3,
