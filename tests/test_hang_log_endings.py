@@ -5,16 +5,11 @@ followed by progress or an error, or at a finished epoch or run, are not."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 import pytest
 
-from forensics.contracts.context import Context
 from forensics.contracts.model import Severity
-from forensics.engine import Analysis, analyze
-from forensics.ingest import ingest
-from tests.helpers import write_run
+from tests.helpers import analyze_console
 
 # PaddlePaddle/Paddle#48421: the store server listens, then the client retries a wrong host IP every ~2 min.
 PADDLE = ["2022-11-27 21:31:55 [INFO]\tThere are 1052/1067 variables loaded into SegFormer.",
@@ -71,15 +66,6 @@ WATCHDOG = ("[rank1]:[E602 11:17:52.185053341 ProcessGroupNCCL.cpp:632] [Rank 1]
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB"
 
 
-def _analyze(tmp_path: Path, lines: list[str]) -> tuple[Analysis, pl.DataFrame]:
-    ctx = Context(ingest(write_run(tmp_path, {"console.log": "\n".join(lines) + "\n"})))
-    return analyze(ctx), ctx.events
-
-
-def _problems(a: Analysis) -> list:
-    return [f for f in a.findings if f.severity > Severity.INFO]
-
-
 @pytest.mark.parametrize(("lines", "line", "cause"), [
     (PADDLE, 4, "rendezvous_incomplete"),
     (MASK_RCNN, 2, "stuck_dataloader"),
@@ -89,8 +75,7 @@ def _problems(a: Analysis) -> list:
 ], ids=["paddle_store_retry_last", "mask_rcnn_999_of_1000", "keras_1999_of_2000", "retinanet_training_set_size_last",
         "yolact_ends_in_eval_with_days_left"])
 def test_log_stopping_there_is_a_low_hang(tmp_path, lines, line, cause):
-    a, _ = _analyze(tmp_path, lines)
-    top = _problems(a)[0]
+    top = analyze_console(tmp_path, lines)[0][0]
     assert (top.id, top.severity, top.causes[0].cause.id) == ("silent-hang", Severity.LOW, cause)
     assert line in {e.line for e in top.evidence}
     assert top.evidence[0].line == line
@@ -110,15 +95,14 @@ def test_log_stopping_there_is_a_low_hang(tmp_path, lines, line, cause):
         "retinanet_first_iteration_logged", "dataset_sizes_then_prose", "yolact_progress_after_eval",
         "yolact_eval_after_the_last_iteration", "yolact_eval_then_a_crash"])
 def test_same_lines_followed_by_progress_or_an_error_or_finished_are_no_hang(tmp_path, lines):
-    a, _ = _analyze(tmp_path, lines)
-    assert "silent-hang" not in {f.id for f in _problems(a)}
+    assert "silent-hang" not in {f.id for f in analyze_console(tmp_path, lines)[0]}
 
 
 @pytest.mark.parametrize("lines", [AUTOCAST, [HF_DONE, WATCHDOG]], ids=["lightning_wrapped_watchdog", "hf_trainer"])
 def test_collective_timeout_after_the_loop_ended_is_a_mismatch(tmp_path, lines):
-    a, ev = _analyze(tmp_path, lines)
+    problems, ev = analyze_console(tmp_path, lines)
     assert ev.filter(pl.col("code") == "train_loop_done").get_column("line").to_list() == [1]
-    top = _problems(a)[0]
+    top = problems[0]
     assert (top.id, top.causes[0].cause.id) == ("collective-mismatch", "divergent_code_path")
     assert top.evidence[0].line == 2
 
@@ -126,5 +110,4 @@ def test_collective_timeout_after_the_loop_ended_is_a_mismatch(tmp_path, lines):
 @pytest.mark.parametrize("lines", [[WATCHDOG], [HF_DONE, OOM, WATCHDOG], [WATCHDOG, HF_DONE]],
                          ids=["no_end_of_loop", "an_error_between", "timeout_before_the_end"])
 def test_timeout_not_after_a_clean_end_of_loop_is_not_this_mismatch(tmp_path, lines):
-    a, _ = _analyze(tmp_path, lines)
-    assert "collective-mismatch" not in {f.id for f in _problems(a)}
+    assert "collective-mismatch" not in {f.id for f in analyze_console(tmp_path, lines)[0]}
