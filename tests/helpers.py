@@ -126,3 +126,13 @@ def recorded_run_events(tmp_path: Path, folder: str) -> pl.DataFrame:
     run = tmp_path / folder
     shutil.copytree(RECORDED / folder, run)
     return frame(ingest(run), "events").sort("file", "line")
+
+
+def analyze_console(tmp: Path, lines: list[str]) -> tuple[list, pl.DataFrame]:
+    """The findings above info of a run whose `console.log` holds these lines, and its events."""
+    from forensics.contracts.context import Context
+    from forensics.contracts.model import Severity
+    from forensics.engine import analyze
+
+    ctx = Context(ingest(write_run(tmp, {"console.log": "\n".join(lines) + "\n"})))
+    return [f for f in analyze(ctx).findings if f.severity > Severity.INFO], ctx.events

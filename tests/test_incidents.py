@@ -94,15 +94,10 @@ STILL_MISSED: dict[str, str] = {
     "tf_nmt_303_oom_output_projection_vocab30000": "crash: want cuda-oom, got none (on arrival)",
     "beginners_pytorch_dl_17_truncated_image_in_training": "short-paste: want bad-input-data, got unclassified-failure (on arrival)",
     "vits_fast_ft_284_clean_finish_mp_spawn_exit_code_1_healthy": "healthy: alarmed unclassified-failure (on arrival)",
-    "torchdata_1142_multinode_gloo_new_group_wrong_interface": "crash: want nccl-timeout, got none (on arrival)",
+    "torchdata_1142_multinode_gloo_new_group_wrong_interface": "crash: want nccl-timeout, got none (the paste is only interleaved traceback frames of several ranks down to `dist.new_group(backend=\"gloo\", ...)` in distributed_c10d.py, with no `Traceback` header and no exception line: it shows neither a failure nor a hang nor which transport failed; the `Connection refused` error and the wrong interface (fixed by GLOO_SOCKET_IFNAME) are only in the thread)",
     "x_r1_45_flashattn_v100_ampere_only": "crash: want driver-runtime-mismatch, got unclassified-failure (on arrival)",
     "everydream2_201_bnb_cuda_setup_failed_libcudart": "short-paste: want driver-runtime-mismatch, got none (on arrival)",
     "salmonn_50_sentencepiece_parse_lfs_pointer": "short-paste: want checkpoint-failure, got unclassified-failure (on arrival)",
-    "yolact_428_hang_after_validation_map": "hang: want silent-hang, got none (on arrival)",
-    "autocast_381_post_fit_allreduce_timeout_rank0_barrier": "hang: want collective-mismatch, got none (on arrival)",
-    "paddle_48421_multigpu_init_retry_wrong_ip_hang": "hang: want silent-hang, got none (on arrival)",
-    "pytorch_retinanet_201_stuck_before_first_iter_dataloader_workers": "hang: want silent-hang, got none (on arrival)",
-    "mask_rcnn_1588_keras_stuck_at_999_of_1000_validation_generator": "hang: want silent-hang, got none (on arrival)",
     "rwkv_lm_207_v5_world_ckpt_in_v4neo_trainer_size_mismatch": "short-paste: want checkpoint-failure, got none (on arrival)",
     "anatomynet_6_dice_zero_batchnorm_commented_out": ("metric-shape: want vanishing-gradient; the log shows one epoch: "
     "caffe_2343_unshuffled_data_periodic_loss_accuracy_drops": ("metric-shape: want loss-spike; the excerpt shows five "

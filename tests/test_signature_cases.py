@@ -74,6 +74,10 @@ EXTRA_LINES = [
     "Starting training...",
     # log_end's data-pipeline/runner start forms (at_end: cases in tests/test_data_pipeline_start_hang.py)
     "init prefetcher, this might take one minute or less...",  # OBS Megvii-BaseDetection/YOLOX#561
+    # log_end's store-retry, Keras-bar and training-set-size forms (at_end: cases in tests/test_hang_log_endings.py)
+    "I1127 21:38:31.255204 3935673 tcp_utils.cc:107] Retry to connect to 0.1.68.146:63314 while the server is not yet listening.",  # OBS PaddlePaddle/Paddle#48421
+    " 999/1000 [============================>.] - ETA: 1s - loss: 0.2676 - rpn_class_loss: 0.0068",  # OBS matterport/Mask_RCNN#1588
+    "Num training images: 118287",  # OBS yhenon/pytorch-retinanet#201
     "Currently allocated     : 1.50 GiB",  # cuda_oom_detail (REC)
     "RuntimeError: NCCL Error 2: unhandled system error",  # torch nccl.cpp 1.x, OBS amdegroot/ssd.pytorch#577
     "RuntimeError: NCCL communicator was aborted on rank 2.  Original reason for failure was: [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1806151 milliseconds before timing out.",

@@ -25,7 +25,7 @@ PLAYBOOK = declare(
         explains=("nccl-timeout", "silent-hang"),
         codes=("collective_mismatch", "gloo_error", "horovod_stall_warning", "horovod_stall_list", "horovod_stalled_tensor", "gloo_monitored_barrier_failed", "nccl_dump_signal",
                "nccl_heartbeat_timeout", "nccl_watchdog_timeout", "nccl_work_status", "store_socket_timeout",
-               "store_timeout"),
+               "store_timeout", "train_loop_done"),
         causes=(
             Cause("divergent_code_path", "A rank took a different code path (a collective inside a rank-dependent condition, early exit, extra eval step)",
                   verify="TORCH_DISTRIBUTED_DEBUG=DETAIL prints the collective fingerprint of each rank; compare per-rank SeqNum",
@@ -42,7 +42,10 @@ PLAYBOOK = declare(
 An explicit collective-mismatch report (`Detected mismatch between collectives on ranks`, fingerprint
 or size mismatches), or watchdog timeouts whose op types differ between ranks at the same point; or
 Horovod's stall report (`One or more tensors were submitted to be reduced, gathered or broadcasted by
-subset of ranks …`, then the stalled tensors with their ready or missing ranks) with no progress after it.
+subset of ranks …`, then the stalled tensors with their ready or missing ranks) with no progress after it. Or a
+collective timeout logged after the trainer said its loop ended on every rank (Lightning's `` `Trainer.fit`
+stopped: `max_epochs=N` reached.``, transformers' `Training completed.`) with no other error between them: the
+collective belongs to code after fit that not every rank ran (a save, test or barrier under a rank-0 condition).
 
 ## Why it matters
 Mismatched collectives deadlock or corrupt data; the timeout that follows hides the real bug.
@@ -55,7 +58,8 @@ named by most reports is the odd one, and its own report leads the evidence.
 ## Known false positives
 A Horovod stall the run gets past (one rank evaluating longer than the warning time) is followed by
 progress lines and is no finding. Different SeqNums alone can also mean one rank is merely slow: that is reported by `nccl-timeout`
-(cause desync_or_straggler); here the op types must differ or a mismatch must be reported.
+(cause desync_or_straggler); here the op types must differ or a mismatch must be reported. A timeout after the end of the loop that follows
+another error (a peer's crash in the post-fit code) is that error's finding, not this one.
 """,
     )
 )

@@ -46,7 +46,7 @@ PLAYBOOK = declare(
                "slurm_job_cancelled", "slurm_task_failed", "torchrun_child_failed", "torchrun_child_failed_report",
                "torchrun_closing_worker", "torchrun_death_signal", "torchrun_worker_signal", "fatal_python_error", "faulthandler_frame", "faulthandler_thread",
                "checkpoint_saved", "dist_member_init", "log_end", "torch_extension_lock", "torch_extensions_root",
-               "python_stack", "interrupt_echo"),
+               "python_stack", "interrupt_echo", "progress_eta", "eval_in_training"),
         causes=(
             Cause("collective_deadlock", "The rank is blocked in a collective the others never issued (or issued differently)",
                   verify="py-spy dump --pid <pid> on the stuck rank; TORCH_NCCL_DUMP_ON_TIMEOUT=1 flight recorder",
@@ -107,7 +107,12 @@ TensorFlow's `Restoring parameters from …`), at most two number-free lines bef
 that log and no error in the run (low: the first step never came, or a paste stopped there); a Ctrl-C traceback whose innermost frame is a blocking wait (a queue get, a poll,
 a lock, a join, a collective), or a log that ends in such a stack with no exception line (low: an interrupt alone proves
 no hang); a `^C` that interrupted worker processes (`^CProcess Process-8:`, or tracebacks from multiprocessing's child
-bootstrap) when no traceback shows work under way (low).
+bootstrap) when no traceback shows work under way (low). A log whose last line is Paddle's store client still retrying (`Retry to connect to
+host:port while the server is not yet listening.`), a Keras progress bar one step short of its total (`999/1000
+[====>.] - ETA: 1s - …`: Keras draws the bar at the total only after the validation pass), or the training-set size a
+trainer prints before its first batch (`Num training images: N`), with no error in the run (low); a log that ends in
+an evaluation between epochs (yolact's `Computing validation mAP …`) with no progress line after it while the last one
+expected at least ten more minutes of training (`ETA: 3 days, 23:57:23`), with no error (low).
 
 ## Why it matters
 Hung jobs burn GPU hours until someone notices; the rank that stopped first is where to look.
@@ -127,7 +132,9 @@ that follow are its consequence. A log whose extensions-root line is followed by
 fresh progress bar with no finished loop before it are no finding; nor are start-up lines followed by
 anything (most DeepSpeed logs print them and go on), or Lightning's registration lines of every member. A start announcement followed by a line with a number (a
 progress bar, a step, a loss), or in a log that logged any metric line before it, is no finding. A Ctrl-C
-whose tracebacks show work (a forward, a worker's `__getitem__`) is an ordinary interrupt and no finding.
+whose tracebacks show work (a forward, a worker's `__getitem__`) is an ordinary interrupt and no finding. A Keras bar anywhere else in its epoch (a paste cut mid-epoch) or at its total, a
+retry or a training-set size followed by anything, and the evaluation after the last iteration (ETA about zero) are
+no finding.
 """,
     )
 )
