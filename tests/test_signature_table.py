@@ -51,8 +51,9 @@ def test_first_stage_needles_cover_every_needle_and_skip_healthy_lines():
     # recorder analyzer's `Not all ranks joining collective`; TensorFlow's `Received a label value of`, printed bare
     # under Keras' `Detected at node …`; TensorFlow's CTC `No valid path found.`, bare once its glog prefix is split off;
     # a terminal's `^C` echo; Lightning's and transformers' end-of-loop lines, yolact's `|| ETA: ` column and its
-    # `Computing validation mAP` announcement).
-    assert len(stage) < 130
+    # `Computing validation mAP` announcement; Keras' TerminateOnNaN `terminating training`, TRL's completion-only
+    # collator `This instance will be ignored in loss calculation`).
+    assert len(stage) < 132
     # `at_end` signatures read only a log's last line, never the prefiltered candidates.
     for sig in (s for s in signatures.load() if not s.at_end):
         for needle in sig.needles:
