@@ -39,7 +39,7 @@ PLAYBOOK = declare(
         tables=("events", "metrics"),
         explains=("device-assert", "nan-loss", "nccl-timeout", "silent-hang"),
         codes=("bbox_out_of_range", "ctc_nan_grad_samples", "ctc_no_valid_path", "cuda_kernel_assert", "device_side_assert",
-               "embedding_index_out_of_range", "fp16_overflow", "loss_scale_min_reached", "native_check_failed",
+               "embedding_index_out_of_range", "fp16_overflow", "image_decode_failed", "loss_scale_min_reached", "native_check_failed",
                "nonfinite_grad_skipped", "python_traceback", "sample_shape_mismatch", "target_out_of_bounds"),
         causes=(
             Cause("wrong_class_count", "Labels reach or exceed num_classes (or are negative, e.g. -1 padding not ignored)",
@@ -92,7 +92,8 @@ range) for several lines while the accuracy does not rise. Samples a batch or a 
 tensor to be equal size` raised under the DataLoader's collate frames (the dataset yields samples of different
 shapes), albumentations' box checks (`Expected x_min for bbox … to be in the range [0.0, 1.0]`, `x_max is less than
 or equal to x_min for bbox`: an annotation outside its image), TensorFlow's CTC `No valid path found.` (a label no
-alignment of its input fits; its loss is infinite).
+alignment of its input fits; its loss is infinite), an image of the dataset PIL cannot decode (`image file is truncated
+(N bytes not processed)`, `cannot identify image file …`: a file cut short or no image at all).
 
 ## Why it matters
 On GPU the label error surfaces as an asynchronous device-side assert far from its cause; the fix is
