@@ -46,6 +46,9 @@ _NEXT_LINE = {
         r"|size mismatch for (?P<param>\S+): copying a param with shape torch\.Size\((?P<ckpt_shape>\[[^\]]*\])\) from checkpoint, "
         r"the shape in current model is torch\.Size\((?P<model_shape>\[[^\]]*\])\))"),
 }
+# load_state_dict's detail lines read alone (signatures.toml, form `detail_only`): a header above them in the frame
+# already stands for its list and names its first key, so only details with no header above stay events.
+_DETAIL_ONLY = '"form":"detail_only"'
 # Horovod's `Stalled ranks:` / `Missing ranks:` header is followed by one `<rank>[!]: [tensor, ... ...]` line per
 # rank the others wait for (`!`: stalled past the shutdown time); a line of that shape alone proves nothing.
 _RANK_LIST = re.compile(r"^\s*(?P<rank>\d+)(?P<shutdown>!)?: \[(?P<tensors>[^\]]*)\]\s*$")
@@ -274,6 +277,16 @@ def _merge_oom_pairs(ev: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(out, schema=ev.schema).drop("_i")
 
 
+def _drop_listed_details(ev: pl.DataFrame) -> pl.DataFrame:
+    """Drop load_state_dict detail-line events below a header of the same frame (the header stands for its list)."""
+    mismatch = pl.col("code") == "state_dict_mismatch"
+    detail = mismatch & pl.col("fields").str.contains(_DETAIL_ONLY, literal=True)
+    first_header = ev.filter(mismatch & ~detail).get_column("line").min()
+    if first_header is None:
+        return ev
+    return ev.filter(~(detail & (pl.col("line") > first_header)))
+
+
 def complete(frame: pl.DataFrame, ev: pl.DataFrame, blocks: pl.DataFrame) -> pl.DataFrame:
     """The signature events `ev` of one frame, completed from the lines after them and the block events."""
     return stamp_inside_blocks(_complete(frame, ev, blocks), blocks)
@@ -282,7 +295,7 @@ def complete(frame: pl.DataFrame, ev: pl.DataFrame, blocks: pl.DataFrame) -> pl.
 def _complete(frame: pl.DataFrame, ev: pl.DataFrame, blocks: pl.DataFrame) -> pl.DataFrame:
     if ev.height == 0:
         return ev
-    ev = _merge_oom_pairs(ev)
+    ev = _drop_listed_details(_merge_oom_pairs(ev))
     partial = pl.col("fields").str.contains('"partial":"true"', literal=True)
     in_report = pl.col("code").is_in(list(_REPORT_PIDS)) & pl.col("rank").is_null()
     reports = blocks.filter(pl.col("code") == "torchrun_child_failed_report") if blocks.height else blocks
@@ -312,7 +325,7 @@ def _complete(frame: pl.DataFrame, ev: pl.DataFrame, blocks: pl.DataFrame) -> pl
                 end = _join_partial(r, text, pos)
             if r["code"] in DETAIL_CODES:
                 end = _last_error(r, text, end, prefix)
-            if r["code"] in _NEXT_LINE:
+            if r["code"] in _NEXT_LINE and r["_f"].get("form") != "detail_only":
                 end = _next_line_fields(r, text, end, prefix)
             if r["code"] in _RANK_LIST_CODES:
                 end = _rank_lines(r, text, end, prefix)

@@ -39,8 +39,9 @@ PLAYBOOK = declare(
         tables=("events", "metrics"),
         explains=("device-assert", "nan-loss", "nccl-timeout", "silent-hang"),
         codes=("bbox_out_of_range", "ctc_nan_grad_samples", "ctc_no_valid_path", "cuda_kernel_assert", "device_side_assert",
-               "embedding_index_out_of_range", "fp16_overflow", "loss_scale_min_reached", "native_check_failed",
-               "nonfinite_grad_skipped", "numpy_invalid_value", "python_traceback", "sample_shape_mismatch", "target_out_of_bounds"),
+               "embedding_index_out_of_range", "fp16_overflow", "image_decode_failed", "loss_scale_min_reached",
+               "native_check_failed", "nonfinite_grad_skipped", "numpy_invalid_value", "python_traceback",
+               "sample_shape_mismatch", "target_out_of_bounds"),
         causes=(
             Cause("wrong_class_count", "Labels reach or exceed num_classes (or are negative, e.g. -1 padding not ignored)",
                   verify="print(labels.min(), labels.max(), num_classes) for the failing batch",
@@ -96,7 +97,9 @@ tensor to be equal size` raised under the DataLoader's collate frames (the datas
 shapes), albumentations' box checks (`Expected x_min for bbox … to be in the range [0.0, 1.0]`, `x_max is less than
 or equal to x_min for bbox`: an annotation outside its image), TensorFlow's CTC `No valid path found.` (a label no
 alignment of its input fits; its loss is infinite), numpy's `RuntimeWarning: invalid value encountered in log` raised in a
-box-target encoder (`bbox_transform.py`: `np.log(gt_heights / ex_heights)`, a ground-truth box of no or negative size).
+box-target encoder (`bbox_transform.py`: `np.log(gt_heights / ex_heights)`, a ground-truth box of no or negative size),
+an image of the dataset PIL cannot decode (`image file is truncated (N bytes not processed)`, `cannot identify image
+file …`: a file cut short or no image at all).
 
 ## Why it matters
 On GPU the label error surfaces as an asynchronous device-side assert far from its cause; the fix is

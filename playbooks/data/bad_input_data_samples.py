@@ -1,9 +1,10 @@
-"""bad-input-data from samples a batch or a loss cannot take: uneven shapes in collate, boxes outside the image or of no size, CTC labels no alignment fits."""
+"""bad-input-data from samples a batch or a loss cannot take: uneven shapes in collate, boxes outside the image or of no size, CTC labels no alignment fits, images PIL cannot decode."""
 
 from __future__ import annotations
 
 from forensics.playbooks.data.bad_input_data import PLAYBOOK
 from forensics.playbooks.evidence import combine, detection, events, first_message, where, within
+from forensics.playbooks.failure_signals import progress_after
 
 from forensics.contracts.context import Context, event_count
 from forensics.contracts.model import Detection, Severity
@@ -18,6 +19,8 @@ BOX_CODES = ("bbox_out_of_range",)
 CTC_CODES = ("ctc_no_valid_path",)
 # The message is a bare sentence; TensorFlow's glog prefix names the CTC calculator that wrote it.
 CTC_SOURCE = r"ctc_loss_calculator\.(?:cc|h):\d+\]"
+# PIL could not decode an image of the dataset (truncated, or no image at all): a corrupt file, whoever reads it.
+IMAGE_CODES = ("image_decode_failed",)
 
 
 # numpy's `invalid value` / `divide by zero` warning raised where box regression targets are encoded from the ground-truth
@@ -33,12 +36,16 @@ BOX_TARGETS = r"(?i)b(?:ounding_?)?box(?:es)?_?(?:transform|coder|encod\w*)\.py:
 
 @PLAYBOOK.detector(("events",))
 def detect_unfit_samples(ctx: Context, th: dict) -> Detection | None:
-    """Samples of uneven shapes in a batch, boxes outside their image, CTC labels longer than their input."""
+    """Samples of uneven shapes in a batch, boxes outside their image, CTC labels longer than their input, images that
+    cannot be decoded."""
     shapes = within(ctx, events(ctx, SHAPE_CODES), COLLATE)
     boxes = events(ctx, BOX_CODES)
     ctc = events(ctx, CTC_CODES, text=CTC_SOURCE)
     sizes = events(ctx, NUMPY_CODES, text=BOX_TARGETS)
-    if not (shapes.height or boxes.height or ctc.height or sizes.height):
+    # A loader that caught the error and went on (a skip-bad-samples wrapper) lost one sample, not the run.
+    images = events(ctx, IMAGE_CODES)
+    images = images.filter(~progress_after(ctx, images))
+    if not (shapes.height or boxes.height or ctc.height or sizes.height or images.height):
         return None
     causes: dict[str, float] = {}
     parts: list[str] = []
@@ -56,10 +63,13 @@ def detect_unfit_samples(ctx: Context, th: dict) -> Detection | None:
         causes["annotations_outside_image"] = 0.9
         parts.append(f"numpy warned while encoding box targets from the ground truth ({first_message(sizes)}): the log of a "
                      "box width or height that is zero or negative, an annotation with max <= min")
-    ev = combine(shapes, boxes, ctc, sizes)
+    if images.height:
+        causes["corrupt_samples"] = 0.9
+        parts.append(f"an image of the dataset cannot be decoded, truncated or not an image ({first_message(images)})")
+    ev = combine(shapes, boxes, ctc, sizes, images)
     # A crash on a sample is as sure as its message; CTC warnings leave the run going, one bad sample each.
-    severity = Severity.HIGH if shapes.height or boxes.height or sizes.height else Severity.MEDIUM
+    severity = Severity.HIGH if shapes.height or boxes.height or sizes.height or images.height else Severity.MEDIUM
     return detection(ev, f"invalid samples{where(ev.row(0, named=True))}: " + "; ".join(parts), causes,
                      confidence=0.9 if severity == Severity.HIGH else 0.7, severity=severity,
                      facts={"uneven_shapes": shapes.height, "boxes_outside_image": boxes.height, "ctc_no_valid_path": ctc.height,
-                            "box_size_warnings": sizes.height})
+                            "box_size_warnings": sizes.height, "undecodable_images": images.height})

@@ -19,6 +19,9 @@ NCCL_CODES: tuple[str, ...] = ()  # no message form of a version mismatch is kno
 # compiled with Y`): the convolution that follows fails (a fatal `Check failed: …GetConvolveAlgorithms`, an abort),
 # a consequence of the mismatch, so this error comes first.
 CUDNN_CODES = ("cudnn_version_mismatch",)
+# A library with its own CUDA binaries (bitsandbytes) saw the GPU through torch but could not load the CUDA runtime
+# it needs (libcudart.so off the library path, no binary for this CUDA version).
+LIBRARY_CODES = ("cuda_library_not_found",)
 # The UserWarning torch prints when CUDA cannot initialise (the run then goes on without a GPU).
 INIT_WARNING = r"UserWarning: CUDA initialization:|^CUDA initialization:"
 NO_DRIVER = r"Found no NVIDIA driver on your system"
@@ -32,7 +35,8 @@ PLAYBOOK = declare(
         tables=("events",),
         explains=("nccl-timeout", "device-assert"),
         codes=("cuda_arch_incompatible", "cuda_driver_insufficient", "cuda_driver_too_old", "cuda_init_failed",
-               "cuda_no_device", "cudnn_version_mismatch", "no_kernel_image", "no_nvidia_driver", "nvml_driver_mismatch"),
+               "cuda_library_not_found", "cuda_no_device", "cudnn_version_mismatch", "no_kernel_image", "no_nvidia_driver",
+               "nvml_driver_mismatch"),
         causes=(
             Cause("driver_too_old", "The NVIDIA driver is older than the CUDA runtime the wheel was built for",
                   verify="nvidia-smi (driver / max CUDA version) vs python -c 'import torch; print(torch.version.cuda)'",
@@ -51,6 +55,12 @@ PLAYBOOK = declare(
                          "conda list cudnn",
                   fix="Install the cuDNN the wheel was built for (TensorFlow's tested-build table), or the framework build "
                       "matching the installed cuDNN; remove the stray libcudnn from LD_LIBRARY_PATH", prior=0.3),
+            Cause("cuda_library_not_found", "A library with its own CUDA binaries (bitsandbytes) cannot load the CUDA runtime "
+                                            "it was built for: libcudart.so is not on the library path, or no binary of the "
+                                            "library matches the installed CUDA version",
+                  verify="python -m bitsandbytes; find / -name 'libcudart.so*' 2>/dev/null; echo $LD_LIBRARY_PATH",
+                  fix="Add the folder of libcudart.so (the CUDA toolkit's lib64, or site-packages/nvidia/cuda_runtime/lib) to "
+                      "LD_LIBRARY_PATH, or install the library's build for the installed CUDA", prior=0.2),
             Cause("nccl_mismatch", "Different NCCL/CUDA versions across nodes or against the system library",
                   verify="NCCL_DEBUG=VERSION on every node; python -m torch.utils.collect_env",
                   fix="Use one container image on all nodes; don't LD_PRELOAD a different libnccl", prior=0.15),
@@ -62,7 +72,9 @@ PLAYBOOK = declare(
 ## Symptom
 `CUDA driver version is insufficient for CUDA runtime version`, `no kernel image is available for
 execution on the device`, `… with CUDA capability sm_XX is not compatible with the current PyTorch
-installation`, TensorFlow's `Loaded runtime CuDNN library: X but source was compiled with Y`, NCCL version mismatches, `No CUDA GPUs are available` (torch found no device it may use:
+installation`, flash-attn's `FlashAttention only supports Ampere GPUs or newer` (a V100 or T4), TensorFlow's `Loaded runtime
+CuDNN library: X but source was compiled with Y`, bitsandbytes' `CUDA Setup failed despite GPU being available` (it cannot
+load libcudart), NCCL version mismatches, `No CUDA GPUs are available` (torch found no device it may use:
 usually `CUDA_VISIBLE_DEVICES` names an index this machine or job does not have).
 
 ## Why it matters
@@ -88,8 +100,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     import polars as pl
 
     drv, arch, nccl = events(ctx, DRIVER_CODES), events(ctx, ARCH_CODES), events(ctx, NCCL_CODES)
-    none_visible, cudnn = events(ctx, NO_DEVICE_CODES), events(ctx, CUDNN_CODES)
-    parts = [p for p in (drv, arch, nccl, none_visible, cudnn) if p.height]
+    none_visible, cudnn, library = events(ctx, NO_DEVICE_CODES), events(ctx, CUDNN_CODES), events(ctx, LIBRARY_CODES)
+    parts = [p for p in (drv, arch, nccl, none_visible, cudnn, library) if p.height]
     if not parts:
         return None
     ev = combine(*parts)
@@ -104,6 +116,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         causes["no_visible_gpu"] = 1.0
     if cudnn.height:
         causes["cudnn_mismatch"] = 1.0
+    if library.height:
+        causes["cuda_library_not_found"] = 1.0
     # torch prints driver problems at CUDA initialisation as a UserWarning and goes on without the GPU.
     raised = ev.filter((pl.col("severity") == "error") & ~pl.col("message").str.contains(INIT_WARNING))
     only_warning = raised.height == 0

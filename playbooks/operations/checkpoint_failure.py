@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 from forensics.playbooks.base import Playbook, declare
 from forensics.playbooks.evidence import combine, detection, events, first_message, where, within
+from forensics.playbooks.fields import field
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Cause, Detection, Severity
@@ -13,8 +14,11 @@ from forensics.contracts.model import Cause, Detection, Severity
 CORRUPT_CODES = ("checkpoint_corrupt",)
 # torch.load's safe unpickler refused an object of the checkpoint (weights_only=True, the default since 2.6).
 WEIGHTS_ONLY_CODES = ("checkpoint_weights_only",)
-# `Error(s) in loading state_dict for X:` with its first mismatch (size mismatch / missing / unexpected key).
+# `Error(s) in loading state_dict for X:` with its first mismatch (size mismatch / missing / unexpected key), or its
+# `size mismatch for …` lines pasted without it (parsers/followups.py drops those under a header).
 MISMATCH_CODES = ("state_dict_mismatch",)
+# sentencepiece could not parse the tokenizer model: the file is no model (a Git LFS pointer, a partial download).
+NOT_A_MODEL = "sentencepiece"
 SAVE_CODES = ("checkpoint_write_failed", "checkpoint_permission_denied")
 # Generic OS errors: they count only inside a save/load context (traceback or path).
 OS_CODES = ("permission_denied", "no_space_left")
@@ -51,6 +55,11 @@ PLAYBOOK = declare(
                          "list(model.state_dict())[:5]",
                   fix="Build the model with the checkpoint's config; strip or add the key prefix; "
                       "load_state_dict(strict=False) only for heads you mean to re-initialise", prior=0.3),
+            Cause("not_a_model_file", "The file loaded is not the model file it is named after: a Git LFS pointer (the "
+                  "repository was cloned without git-lfs) or a partial download",
+                  verify="ls -l the file (an LFS pointer is ~130 bytes: `head -c 200 tokenizer.model` shows "
+                         "`version https://git-lfs…`); compare its sha256 with the hub's",
+                  fix="git lfs install && git lfs pull in the model folder, or download the file again", prior=0.2),
             Cause("weights_only_default", "torch.load now unpickles with weights_only=True (the default since PyTorch 2.6) and the "
                   "checkpoint holds other Python objects (numpy arrays, config classes, an optimizer wrapper)",
                   verify="python -c \"import torch; print(torch.__version__)\"; the error names the refused global",
@@ -69,7 +78,9 @@ failed reading zip archive: failed finding central directory`, safetensors heade
 legacy archive cut short (`unexpected EOF, expected N more bytes. The file might be corrupted.`), an
 unpickling EOF on load (`EOFError: Ran out of input` under torch.load's frames), `Weights only load failed` (torch.load's safe unpickler, the default since
 PyTorch 2.6, refusing an object of the checkpoint), or `Error(s) in loading state_dict for X:` with its first `size mismatch for …`
-/ `Missing key(s)` / `Unexpected key(s)` line (the checkpoint is whole but belongs to another model).
+/ `Missing key(s)` / `Unexpected key(s)` line (the checkpoint is whole but belongs to another model), or those
+`size mismatch for …` lines pasted without their header; sentencepiece failing to parse its model
+(`[model_proto->ParseFromArray(…)]`: the tokenizer file is a Git LFS pointer or a partial download).
 
 ## Why it matters
 Hours of training are lost when the save fails at the end, and a truncated checkpoint breaks every resume.
@@ -111,8 +122,12 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     elif "unexpected pos" in text or "file write failed" in text:
         # The archive writer stopped short of what it wrote: the device took fewer bytes (full or failing).
         causes["disk_full"] = 0.8
-    if corrupt.height:
+    not_a_model = corrupt.filter(field("form").fill_null("") == NOT_A_MODEL) if corrupt.height else corrupt
+    if corrupt.height > not_a_model.height:
         causes["interrupted_write"] = 0.9
+    if not_a_model.height:
+        # The parser read a file of the wrong kind, not a cut archive of the right one.
+        causes["not_a_model_file"] = 1.0
     if weights_only.height:
         # The archive is whole; the unpickler refused a global it does not allow.
         causes["weights_only_default"] = 1.0

@@ -17,6 +17,11 @@ PID = "unclassified-failure"
 OWN = PID.replace("-", "_")
 # Characters of failure text read per signal (a 3000-line NCCL dump says nothing more after its first lines).
 PER_SIGNAL_CHARS = 4000
+# torch.multiprocessing.spawn (and torch < 1.7's plain `Exception`) reports a child that raised as ProcessRaisedException
+# with the child's traceback; `process N terminated with exit code N` means the child raised nothing and ended with an
+# exit status of its own (the script's sys.exit()/exit(), as at its max_epochs). Alone, that proves no failure: low.
+# Only statuses 1-255: a Windows NTSTATUS (3221225477 = 0xC0000005, an access violation) is a crash.
+OWN_EXIT = r"(?:ProcessExitedException: |^(?:\w+\.)*Exception: )process \d+ terminated with exit code [1-9]\d{0,2}\s*$"
 
 
 def _causes() -> tuple[Cause, ...]:
@@ -85,7 +90,9 @@ traceback), `SystemExit`, warnings, an exception raised in a teardown function a
 (`terminate`, `close`, `__del__`, `__exit__`, `shutdown`), an error after which the same rank's
 training went on (caught and logged, a retry that succeeded), and a stop from outside (scheduler time
 limit, `scancel`, preemption, srun's `Terminated` tasks) and what follows it; an error-level line that
-says it is a warning. This playbook stays below every specific one: when another playbook has a finding
+says it is a warning. `torch.multiprocessing.spawn`'s `ProcessExitedException: process N terminated with exit code
+N` (1-255) alone is `low`: the child raised nothing (a raise is a ProcessRaisedException with its traceback) and ended
+with its own status, as a script's `exit()` after its last epoch does. This playbook stays below every specific one: when another playbook has a finding
 above info, this one is dropped unless it came first and that finding is among its consequences (a
 crash on one rank that left the others timing out in a collective).
 """,
@@ -113,13 +120,17 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         hint = f"; most likely {name} ({lead.likelihood:.0%}, words: {', '.join(w for w, _ in lead.words[:4])})"
     final_row = sig.filter((pl.col("file") == final["file"]) & (pl.col("line") == final["line"]))
     quoted = pl.concat([final_row, sig.join(final_row.select("file", "line"), on=["file", "line"], how="anti")], how="vertical_relaxed")
+    own_exit = sig.get_column("message").fill_null("").str.contains(OWN_EXIT).all()
+    what = (f"a process{rank} ended with an exit status of its own and raised nothing (a script's exit() after its last "
+            "epoch ends so; no failure is proven)" if own_exit else f"the run failed{rank} with an error no playbook recognises")
     d = Detection(
-        summary=f"the run failed{rank} with an error no playbook recognises: {_short(final['message'])}{more}{hint}",
+        summary=f"{what}: {_short(final['message'])}{more}{hint}",
         onset=onset_of(sig),
         evidence=evidence_rows(quoted),
         evidence_count=sig.height,
         causes=causes,
-        confidence=0.6,
+        confidence=0.3 if own_exit else 0.6,
+        severity=Severity.LOW if own_exit else None,
         facts={"final_error": final["message"], "first_failing_rank": first["rank"],
                "votes": {v.candidate: {"likelihood": v.likelihood, "words": dict(v.words)} for v in votes}},
         ranks=sorted({r for r in sig.get_column("rank").to_list() if r is not None}),
