@@ -52,8 +52,10 @@ def test_first_stage_needles_cover_every_needle_and_skip_healthy_lines():
     # under Keras' `Detected at node …`; TensorFlow's CTC `No valid path found.`, bare once its glog prefix is split off;
     # a terminal's `^C` echo; Lightning's and transformers' end-of-loop lines, yolact's `|| ETA: ` column and its
     # `Computing validation mAP` announcement; Keras' TerminateOnNaN `terminating training`, TRL's completion-only
-    # collator `This instance will be ignored in loss calculation`).
-    assert len(stage) < 132
+    # collator `This instance will be ignored in loss calculation`; PIL's `image file is truncated (` and `cannot identify
+    # image file`, flash-attn's `FlashAttention only supports Ampere GPUs or newer`, sentencepiece's
+    # `[model_proto->ParseFromArray(`).
+    assert len(stage) < 136
     # `at_end` signatures read only a log's last line, never the prefiltered candidates.
     for sig in (s for s in signatures.load() if not s.at_end):
         for needle in sig.needles:
