@@ -107,15 +107,12 @@ STILL_MISSED: dict[str, str] = {
     "flax_pr1941_seq2seq_input_pipeline_one_hot_blocks_gpu": "perf: want dataloader-bottleneck, got none (the paste has two backend lines and a single step line, [200] 87 s after start, compilation included; no data time, no second step gap; the input pipeline blocking the GPU is only in the PR text)",
     "dvg_6_lightcnn_device_assert_num_classes": "short-paste: want bad-input-data, got device-assert: the paste is the one line `RuntimeError: CUDA error: device-side assert triggered` (no kernel assert line, no label, no class count); that num_classes was below the largest label is only in the author's reply",
     "absa_pytorch_46_test_acc_stuck_majority_class": "metric-shape: want loss-stagnation, got none (on arrival)",
-    "turicreate_2827_od_segfault_none_label": "crash: want bad-input-data, got unclassified-failure (on arrival)",
-    "nscl_pytorch_23_killed_during_validation": "crash: want host-memory-exhaustion, got none (on arrival)",
+    "turicreate_2827_od_segfault_none_label": "crash: want bad-input-data, got unclassified-failure: the log ends in zsh's `segmentation fault (core dumped)` after the first row of the progress table, with no stack naming what was read; the printed SFrame head shows `'label': None` in its rows, but that those missing labels crashed the native trainer is established only by the thread (the Turi Create developer's repro and title). A segfault alone is unclassified-failure, and one paste is no class for a rule tying missing values in a printed data head to a native crash",
     "purine2_16_nin_cifar_loss_flat_ln10": "metric-shape: want loss-stagnation, got none (on arrival)",
     "multiffn_nli_2_nan_from_start_clip_norm_default": "numerical: want nan-loss, got none (on arrival)",
     "eat_tensorflow2_23_all_labels_zero_acc_1": "metric-shape: want bad-input-data, got none (on arrival)",
     "mxnet_3685_dist_sync_hang_firewall_port": "hang: want silent-hang, got none (on arrival)",
     "wandb_592_workers_hang_at_login_prompt": "short-paste: want silent-hang, got none (on arrival)",
-    "keras_3476_killed_mid_epoch_fit_generator_workers": "short-paste: want host-memory-exhaustion, got none (on arrival)",
-    "opennmt_488_lua_checkpoint_write_error": "crash: want checkpoint-failure, got none (on arrival)",
     "medicaldetectiontoolkit_35_hang_val_sampling_missing_class": "hang: want silent-hang, got none (on arrival)",
 }
 

@@ -60,7 +60,7 @@ BARE_EXIT_CODES = ("dataloader_worker_exited",)
 OTHER_WORKER_END_CODES = ("dataloader_worker_exception", "dataloader_worker_fault", "dataloader_worker_killed",
                           "cuda_fork_reinit")
 # The shell's own report of a child it lost to SIGKILL (`Killed`, bash's `line 27:   318 Killed  sh start.sh`, glued
-# after a tqdm bar, or localised): the same evidence as a launcher's `exitcode: -9`, so the same unproven finding.
+# after a tqdm or Keras progress bar, or localised): the same evidence as a launcher's `exitcode: -9`, so the same unproven finding.
 SHELL_KILL_CODES = ("process_killed",)
 
 PLAYBOOK = declare(
@@ -128,7 +128,8 @@ the memory-map limit `vm.max_map_count`).
 ## Known false positives
 A report of a process killed by SIGKILL — a launcher's (`exitcode: -9`, `Signal 9 (SIGKILL) received by
 PID …`, srun's `task 0: Killed`) or the shell's (`Killed`, bash's `line 27:   318 Killed   sh start.sh`,
-`Killed` glued after a progress bar, the localised `已杀死`) — without any other host-memory evidence
+either glued after the last frame of a progress bar drawn with no newline (tqdm's, Keras' `[====>....] - ETA: …`),
+the localised `已杀死`) — without any other host-memory evidence
 gives a finding of low confidence that says so: the OOM killer is the usual sender (the answer in nearly
 every public thread with such a paste), but a scheduler or a person may have sent the signal; `dmesg` decides. When the scheduler says it stopped the job
 (`*** JOB … CANCELLED AT …` for a time limit, `scancel`, preemption or requeue; a launcher's death

@@ -73,7 +73,8 @@ PLAYBOOK = declare(
 ## Symptom
 Saving or loading a checkpoint failed: `PermissionError: [Errno 13] Permission denied` or
 `[Errno 28] No space left on device` inside `torch.save` / `save_pretrained`, `Parent directory …
-does not exist` from `torch.save`, `PytorchStreamReader
+does not exist` from `torch.save`, torch7's (Lua) `write error: wrote N blocks instead of M at …THDiskFile.c` (a
+short write of the `.t7`: the disk filled up), `PytorchStreamReader
 failed reading zip archive: failed finding central directory`, safetensors header errors, a
 legacy archive cut short (`unexpected EOF, expected N more bytes. The file might be corrupted.`), an
 unpickling EOF on load (`EOFError: Ran out of input` under torch.load's frames), `Weights only load failed` (torch.load's safe unpickler, the default since
@@ -119,8 +120,9 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         causes["not_writable"] = 1.0
     if "Errno 28" in text or "No space left" in text or "quota" in text.lower():
         causes["disk_full"] = 1.0
-    elif "unexpected pos" in text or "file write failed" in text:
-        # The archive writer stopped short of what it wrote: the device took fewer bytes (full or failing).
+    elif "unexpected pos" in text or "file write failed" in text or "blocks instead of" in text:
+        # The archive writer stopped short of what it wrote (torch7's THDiskFile: `wrote N blocks instead of M`):
+        # the device took fewer bytes (full or failing).
         causes["disk_full"] = 0.8
     not_a_model = corrupt.filter(field("form").fill_null("") == NOT_A_MODEL) if corrupt.height else corrupt
     if corrupt.height > not_a_model.height:
