@@ -27,6 +27,8 @@ PLAYBOOK = declare(
         severity=Severity.HIGH,
         tables=("metrics",),
         explains=(),
+        # Read beside a loss of exactly 0 (loss_stagnation_masked): samples whose labels a collator masked whole.
+        codes=("completion_template_not_found",),
         causes=(
             Cause("lr_zero", "The learning rate is zero (or tiny), or never warmed up", verify="Plot the logged LR; check learning_rate / warmup in the config",
                   fix="Set a non-zero LR; check the warmup and scheduler", prior=0.3, playbook="lr-schedule-anomaly"),
