@@ -9,29 +9,10 @@ from pathlib import Path
 
 import polars as pl
 
-from forensics.contracts.context import Context
 from forensics.contracts.model import Severity
-from forensics.engine import Analysis, analyze
-from forensics.ingest import ingest
-from tests.helpers import write_run
+from tests.test_nan_metric_shapes import first, medium_plus, run_of
 
 PURINE2 = Path(__file__).parent / "recordings" / "incidents" / "purine2_16_nin_cifar_loss_flat_ln10" / "console.log"
-
-
-def run_of(tmp_path: Path, lines: list[str]) -> tuple[Analysis, pl.DataFrame]:
-    ev = ingest(write_run(tmp_path, {"train.log": "\n".join(lines) + "\n"}))
-    ctx = Context(ev)
-    rows = ctx.metrics_select("line", "step", "name", "value") if ctx.has("metrics") else \
-        pl.DataFrame(schema={"line": pl.Int64, "step": pl.Int64, "name": pl.String, "value": pl.Float64})
-    return analyze(ctx), rows
-
-
-def medium_plus(a: Analysis) -> set[str]:
-    return {f.id for f in a.findings if f.severity >= Severity.MEDIUM}
-
-
-def first(a: Analysis):
-    return next(f for f in a.findings if f.severity > Severity.INFO)
 
 
 # --- stepless bare columns ------------------------------------------------------------------------------------------
