@@ -270,7 +270,7 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     df = df.with_columns(pl.col("msg").str.replace(COMMENT, "").str.replace_all(ARRAY_SCALAR, "${1}"))
     # A count printed before its name (`0 epoch,  152  batch, Discriminator  Loss:  11.18`) is read as `epoch 0, batch 152`,
     # and words of one name spaced by hand (`Discriminator  Loss`) as one name.
-    df = df.with_columns(pl.col("msg").str.replace_all(COUNT_FIRST, "${1}${3} ${2},").str.replace_all(SPACED_NAME, "${1} ${2}"))
+    df = df.with_columns(pl.col("msg").str.replace_all(COUNT_FIRST, "${1}${3} ${2}, ${4}").str.replace_all(SPACED_NAME, "${1} ${2}"))
     kv = pairs(df, KV_PAIR)
     if kv.height == 0:
         return empty_rows()
@@ -335,9 +335,12 @@ COMMENT = r"\s+(?:<-+|←|#+)\s*[A-Za-z].*$"
 ACC_GATE = r"^(?:eval_|test_)?acc(?:uracy)?$"
 # `Validation Dice Coeff`, `dice_score`, `Dice`: milesial/Pytorch-UNet train.py / eval.py ([OBS] milesial/Pytorch-UNet#56, #78, #84).
 DICE_GATE = r"(?:^|_)dice(?:_coeff?|_coefficient|_score)?$"
-# DeblurGAN-tf's `'%d epoch, %d batch, Discriminator  Loss: %f'` ([OBS] LeeDoYup/DeblurGAN-tf#11): the count before its
-# name, then a comma (which keeps prose such as `after 5 epochs, the loss` out).
-COUNT_FIRST = r"(?i)(^|[\s,])(\d+)\s+(epoch|batch|iter|iteration|step),"
+# A progress count printed before its noun: DeblurGAN-tf's `'%d epoch, %d batch, Discriminator  Loss: %f'` ([OBS]
+# LeeDoYup/DeblurGAN-tf#11), and multiffn-nli's `'%d completed epochs, %d batches' + '\tAvg train loss: %f'` (erickrf/
+# multiffn-nli src/classifiers/decomposable.py; its issue #2 paste `0 completed epochs, 100 batches Average training batch
+# loss: nan  Validation loss: nan`): singular or plural, `completed` allowed before the noun, then a comma, a tab, or the
+# capitalised name of the first metric. Read as `epoch 0, batch 100,`, so the counts are pairs, not words left over.
+COUNT_FIRST = r"(?i)(^|[\s,])(\d+)\s+(?:completed\s+)?(epoch|batch|iter|iteration|step)(?:e?s)?(?:,|\t|\s+((?-i:[A-Z])))"
 # Two words of one name spaced by hand before a loss word (`Discriminator  Loss:`, `Generator  Loss:`).
 SPACED_NAME = r"(?i)\b([a-z]+) {2,}(loss\b)"
 # Also in brackets (`[TEST] Loss: 2.3440, Error: 8999/10000 (90%)`).

@@ -72,11 +72,18 @@ PLAYBOOK = declare(
                   verify="Check every box against its own image's width and height before augmentation",
                   fix="Correct or clip the bad annotations (BboxParams(clip=True) in recent albumentations); drop empty boxes",
                   prior=0.15),
+            Cause("single_class_labels", "Every label is the same class (a path or folder pattern that gives all samples one label, "
+                  "one class folder found), so a constant prediction is right on every sample",
+                  verify="Count the labels the input pipeline yields per class (np.unique(labels, return_counts=True))",
+                  fix="Fix the label assignment (path separators, folder names, the label column) so every class appears",
+                  prior=0.1),
         ),
         verify="Validate each batch in collate_fn: label range, token id range, torch.isfinite",
         fix="Fix the class count or vocabulary; filter corrupt samples",
         thresholds={
             "min_skipped_updates": Threshold(3, "updates a trainer skipped for a NaN gradient norm (with a finite loss) that show bad samples", "ours; one skipped step is a one-off"),
+            "perfect_points": Threshold(3, "logged points, from the first, at which a split's accuracy is 1 with its loss at float-precision zero", "ours"),
+            "perfect_loss_below": Threshold(1e-6, "a classification loss at or below this (and above 0, so printed in full) is zero to float precision", "ours"),
             "negative_loss_points": Threshold(3, "logged lines with a loss below zero beside an accuracy that show targets outside the loss's range", "ours; one negative line may be a likelihood objective"),
             "negative_loss_below": Threshold(-1e-3, "a loss below this is negative (above it, rounding of a loss at zero)", "ours"),
             "negative_loss_acc_rise": Threshold(0.02, "rise of the accuracy over those lines (absolute) above which the model is learning the labels", "ours"),

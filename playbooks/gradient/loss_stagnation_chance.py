@@ -20,6 +20,8 @@ _SPLIT = r"^(eval_|val_|valid_|validation_|test_)"
 ACC = r"^(?:eval_|val_|valid_|validation_|test_)?(?:acc|accuracy|top1|acc1|acc@1|prec@1|prec1)$"
 ERROR = r"^(?:eval_|val_|valid_|validation_|test_)?error$"
 EVAL_LOSS = ("eval_loss", "test_loss", "val_loss", "valid_loss", "validation_loss")
+# Stepless bare decimal columns (parsers/bare_columns.py): `unnamed_1`, `unnamed_2`, ..
+UNNAMED = r"^unnamed_\d+$"
 
 
 @PLAYBOOK.detector(("metrics",))
@@ -37,6 +39,32 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         found = _at_chance(ctx, name, accs.get(split), errs.get(split), th)
         if found is not None:
             return found
+    return _unnamed_pair_at_chance(ctx, th)
+
+
+def _unnamed_pair_at_chance(ctx: Context, th: dict) -> Detection | None:
+    """Bare decimal columns with no names (`2.302583 0.117188`, purine/purine2#16: a `print(loss, acc)` of the nin_cifar
+    example): one column at ln(K) and another, a fraction on every line, at 1/K. Nothing names either column, so
+    the two coincidences together are the proof, and K must be a common class count (never the count the level
+    itself implies, which would make any level a match). And the loss column repeats exactly as printed over its last
+    `exact_min_points` lines: a network whose outputs no longer depend on its input prints one loss to every digit
+    (purine2: 2.302583 on the last 15 lines), while a healthy run's first iterations, near ln(K) too, still move."""
+    cols = M.names_like(ctx, UNNAMED)
+    if len(cols) < 2:
+        return None
+    for loss in cols:
+        last = M.ts.lowest_rank(M.series(ctx, loss, finite=True)).sort("step").tail(int(th["exact_min_points"]))
+        if last.height < th["exact_min_points"] or last.get_column("value").n_unique() != 1:
+            continue
+        for acc in cols:
+            if acc == loss:
+                continue
+            a = M.series(ctx, acc, finite=True).get_column("value")
+            if a.len() == 0 or float(a.min()) < 0.0 or float(a.max()) > 1.0:
+                continue  # an accuracy as a fraction on every line
+            found = _at_chance(ctx, loss, acc, None, th, implied_k=False)
+            if found is not None:
+                return found
     return None
 
 
@@ -45,7 +73,8 @@ def _split(name: str) -> str:
     return "eval" if any(name.startswith(p) for p in ("eval_", "val_", "valid_", "validation_", "test_")) else ""
 
 
-def _at_chance(ctx: Context, name: str, acc_name: str | None, err_name: str | None, th: dict) -> Detection | None:
+def _at_chance(ctx: Context, name: str, acc_name: str | None, err_name: str | None, th: dict,
+               implied_k: bool = True) -> Detection | None:
     s = M.series(ctx, name, finite=True)
     ranks = s.get_column("rank").drop_nulls()
     if ranks.len():
@@ -62,7 +91,7 @@ def _at_chance(ctx: Context, name: str, acc_name: str | None, err_name: str | No
         return None
     acc = _accuracy(ctx, acc_name, err_name, judged)
     # K: a common class count, or (with an accuracy to confirm it) the count the loss itself implies.
-    ks = sorted({*COMMON_CLASSES, max(2, round(math.exp(level)))} if acc is not None else set(COMMON_CLASSES),
+    ks = sorted({*COMMON_CLASSES, max(2, round(math.exp(level)))} if acc is not None and implied_k else set(COMMON_CLASSES),
                 key=lambda c: abs(math.log(c) - level))
     k = ks[0]
     ln_k = math.log(k)
