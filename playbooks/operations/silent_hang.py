@@ -74,6 +74,13 @@ PLAYBOOK = declare(
                          "MASTER_PORT and world size; nc -zv <MASTER_ADDR> <MASTER_PORT> from each node",
                   fix="Give every rank one reachable address and a fixed free port (not 0); set NCCL_SOCKET_IFNAME; pass a "
                       "timeout to init_process_group so the wait becomes an error", prior=0.2),
+            Cause("input_prompt", "The process waits at an interactive prompt for keyboard input that a batch job, a "
+                  "launcher's worker or a non-zero rank never receives (a logger's login menu when no API key is set)",
+                  verify="The log's last line is the prompt; py-spy dump --pid <pid> shows the main thread in the prompt's "
+                         "read of stdin (input / click.prompt)",
+                  fix="Answer it before the job starts: `wandb login` or WANDB_API_KEY on every node, or WANDB_MODE="
+                      "offline / disabled where nothing should be uploaded; run jobs with stdin from /dev/null",
+                  prior=0.2),
         ),
         verify="py-spy dump --pid <pid>; TORCH_NCCL_DUMP_ON_TIMEOUT=1 (flight recorder)",
         fix="As the cause says; add timeouts so hangs become errors",
