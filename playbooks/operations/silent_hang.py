@@ -119,7 +119,13 @@ host:port while the server is not yet listening.`), a Keras progress bar one ste
 [====>.] - ETA: 1s - …`: Keras draws the bar at the total only after the validation pass), or the training-set size a
 trainer prints before its first batch (`Num training images: N`), with no error in the run (low); a log that ends in
 an evaluation between epochs (yolact's `Computing validation mAP …`) with no progress line after it while the last one
-expected at least ten more minutes of training (`ETA: 3 days, 23:57:23`), with no error (low).
+expected at least ten more minutes of training (`ETA: 3 days, 23:57:23`), with no error (low); a log that stops at
+ps-lite's start-up (`Bind to role=scheduler, …` or a node's `cmd=ADD_NODE` registration before ids are assigned: a
+node never reached the scheduler), with no error (low); a log that stops at wandb's interactive login menu (`wandb:
+(3) Don't visualize my results`, `wandb: Enter your choice:`), with no error: the process waits on stdin (low); a log
+that stops at the announcement of a validation pass (`starting validation in mode val_sampling.`, `Running
+validation...`) after training metric lines, with no error (low). The lines a keyboard interrupt leaves after such an
+end (`^C`, ssh's `Killed by signal 2.`, the dmlc launcher's `Stop launcher`) do not move it.
 
 ## Why it matters
 Hung jobs burn GPU hours until someone notices; the rank that stopped first is where to look.
@@ -141,7 +147,9 @@ anything (most DeepSpeed logs print them and go on), or Lightning's registration
 progress bar, a step, a loss), or in a log that logged any metric line before it, is no finding. A Ctrl-C
 whose tracebacks show work (a forward, a worker's `__getitem__`) is an ordinary interrupt and no finding. A Keras bar anywhere else in its epoch (a paste cut mid-epoch) or at its total, a
 retry or a training-set size followed by anything, and the evaluation after the last iteration (ETA about zero) are
-no finding.
+no finding. ps-lite logs that go on to `assign rank=` / `the scheduler is connected to …`, a wandb prompt answered
+(`You chose …`, or newer versions' 30-second timeout), and a validation announcement with no training metric line
+before it or followed by a number are no finding.
 """,
     )
 )
