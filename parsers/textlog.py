@@ -212,6 +212,12 @@ def _column_rows(cols: pl.DataFrame) -> pl.DataFrame:
     ).cast(metric_lines.SCHEMA)
 
 
+# What a keyboard interrupt prints once the user stops a run that stopped making progress: the terminal's `^C` echo
+# alone on its line, OpenSSH's client `Killed by signal 2.` (clientloop.c, one per ssh session of a launcher), the
+# dmlc/MXNet launcher's SIGINT handler `Stop launcher` (`Stop luancher` in its 2016-2017 releases) [OBS
+# apache/mxnet#3685].
+STOP_LINES = r"^\s*\^C\s*$|^\s*Killed by signal \d+\.\s*$|(?:^|\s)Stop (?:launcher|luancher)\s*$"
+
 # Rows kept from each log's end: its last line and the one before (the `at_end` signatures, a lone exception), and
 # enough for the stack a paste ends on (tails_block.cut_stacks: a frame and its source line per two rows).
 TAIL_ROWS = 64
@@ -254,7 +260,12 @@ def _end_events(tails: pl.DataFrame | None, year: int, read_lines: set[int]) -> 
 
 def _end_rows(two: pl.DataFrame, year: int) -> pl.DataFrame:
     """Each log's last few non-blank rows (as many as an `at_end` form reads), prefix-split, with `_after` (rows after
-    it in its log) and `_digit_after` (whether one of those holds a digit: a step, a count or a metric)."""
+    it in its log) and `_digit_after` (whether one of those holds a digit: a step, a count or a metric). The lines a
+    keyboard interrupt prints after the log stopped (STOP_LINES) are not where it stopped: a trailing run of them is
+    left out."""
+    stop = pl.col("text").str.contains(STOP_LINES).cast(pl.Int32)
+    # Rows from which on every row to the log's end is such a line.
+    two = two.filter(((1 - stop).reverse().cum_sum().reverse().over("_f")) > 0)
     digit = pl.col("text").str.contains(r"\d").cast(pl.Int32)
     rows = two.with_columns(
         (pl.len().over("_f") - 1 - pl.int_range(pl.len()).over("_f")).alias("_after"),

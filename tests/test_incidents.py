@@ -107,9 +107,6 @@ STILL_MISSED: dict[str, str] = {
     "flax_pr1941_seq2seq_input_pipeline_one_hot_blocks_gpu": "perf: want dataloader-bottleneck, got none (the paste has two backend lines and a single step line, [200] 87 s after start, compilation included; no data time, no second step gap; the input pipeline blocking the GPU is only in the PR text)",
     "dvg_6_lightcnn_device_assert_num_classes": "short-paste: want bad-input-data, got device-assert: the paste is the one line `RuntimeError: CUDA error: device-side assert triggered` (no kernel assert line, no label, no class count); that num_classes was below the largest label is only in the author's reply",
     "turicreate_2827_od_segfault_none_label": "crash: want bad-input-data, got unclassified-failure: the log ends in zsh's `segmentation fault (core dumped)` after the first row of the progress table, with no stack naming what was read; the printed SFrame head shows `'label': None` in its rows, but that those missing labels crashed the native trainer is established only by the thread (the Turi Create developer's repro and title). A segfault alone is unclassified-failure, and one paste is no class for a rule tying missing values in a printed data head to a native crash",
-    "mxnet_3685_dist_sync_hang_firewall_port": "hang: want silent-hang, got none (on arrival)",
-    "wandb_592_workers_hang_at_login_prompt": "short-paste: want silent-hang, got none (on arrival)",
-    "medicaldetectiontoolkit_35_hang_val_sampling_missing_class": "hang: want silent-hang, got none (on arrival)",
 }
 
 

@@ -78,6 +78,10 @@ EXTRA_LINES = [
     "I1127 21:38:31.255204 3935673 tcp_utils.cc:107] Retry to connect to 0.1.68.146:63314 while the server is not yet listening.",  # OBS PaddlePaddle/Paddle#48421
     " 999/1000 [============================>.] - ETA: 1s - loss: 0.2676 - rpn_class_loss: 0.0068",  # OBS matterport/Mask_RCNN#1588
     "Num training images: 118287",  # OBS yhenon/pytorch-retinanet#201
+    # log_end's ps-lite start-up, wandb prompt and validation-start forms (at_end: cases in tests/test_waiting_log_ends.py)
+    "[03:16:33] src/van.cc:75: Bind to role=scheduler, id=1, ip=machineA's IP address, port=9094, is_recovery=0",  # OBS apache/mxnet#5452
+    "wandb: Enter your choice:",  # OBS wandb/wandb#1156
+    "starting validation in mode val_sampling.",  # OBS MIC-DKFZ/medicaldetectiontoolkit#35
     "Currently allocated     : 1.50 GiB",  # cuda_oom_detail (REC)
     "RuntimeError: NCCL Error 2: unhandled system error",  # torch nccl.cpp 1.x, OBS amdegroot/ssd.pytorch#577
     "RuntimeError: NCCL communicator was aborted on rank 2.  Original reason for failure was: [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1806151 milliseconds before timing out.",

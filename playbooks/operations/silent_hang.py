@@ -74,6 +74,13 @@ PLAYBOOK = declare(
                          "MASTER_PORT and world size; nc -zv <MASTER_ADDR> <MASTER_PORT> from each node",
                   fix="Give every rank one reachable address and a fixed free port (not 0); set NCCL_SOCKET_IFNAME; pass a "
                       "timeout to init_process_group so the wait becomes an error", prior=0.2),
+            Cause("input_prompt", "The process waits at an interactive prompt for keyboard input that a batch job, a "
+                  "launcher's worker or a non-zero rank never receives (a logger's login menu when no API key is set)",
+                  verify="The log's last line is the prompt; py-spy dump --pid <pid> shows the main thread in the prompt's "
+                         "read of stdin (input / click.prompt)",
+                  fix="Answer it before the job starts: `wandb login` or WANDB_API_KEY on every node, or WANDB_MODE="
+                      "offline / disabled where nothing should be uploaded; run jobs with stdin from /dev/null",
+                  prior=0.2),
         ),
         verify="py-spy dump --pid <pid>; TORCH_NCCL_DUMP_ON_TIMEOUT=1 (flight recorder)",
         fix="As the cause says; add timeouts so hangs become errors",
@@ -112,7 +119,13 @@ host:port while the server is not yet listening.`), a Keras progress bar one ste
 [====>.] - ETA: 1s - …`: Keras draws the bar at the total only after the validation pass), or the training-set size a
 trainer prints before its first batch (`Num training images: N`), with no error in the run (low); a log that ends in
 an evaluation between epochs (yolact's `Computing validation mAP …`) with no progress line after it while the last one
-expected at least ten more minutes of training (`ETA: 3 days, 23:57:23`), with no error (low).
+expected at least ten more minutes of training (`ETA: 3 days, 23:57:23`), with no error (low); a log that stops at
+ps-lite's start-up (`Bind to role=scheduler, …` or a node's `cmd=ADD_NODE` registration before ids are assigned: a
+node never reached the scheduler), with no error (low); a log that stops at wandb's interactive login menu (`wandb:
+(3) Don't visualize my results`, `wandb: Enter your choice:`), with no error: the process waits on stdin (low); a log
+that stops at the announcement of a validation pass (`starting validation in mode val_sampling.`, `Running
+validation...`) after training metric lines, with no error (low). The lines a keyboard interrupt leaves after such an
+end (`^C`, ssh's `Killed by signal 2.`, the dmlc launcher's `Stop launcher`) do not move it.
 
 ## Why it matters
 Hung jobs burn GPU hours until someone notices; the rank that stopped first is where to look.
@@ -134,7 +147,9 @@ anything (most DeepSpeed logs print them and go on), or Lightning's registration
 progress bar, a step, a loss), or in a log that logged any metric line before it, is no finding. A Ctrl-C
 whose tracebacks show work (a forward, a worker's `__getitem__`) is an ordinary interrupt and no finding. A Keras bar anywhere else in its epoch (a paste cut mid-epoch) or at its total, a
 retry or a training-set size followed by anything, and the evaluation after the last iteration (ETA about zero) are
-no finding.
+no finding. ps-lite logs that go on to `assign rank=` / `the scheduler is connected to …`, a wandb prompt answered
+(`You chose …`, or newer versions' 30-second timeout), and a validation announcement with no training metric line
+before it or followed by a number are no finding.
 """,
     )
 )
