@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -88,20 +89,40 @@ class Context:
         return self._memo[key]
 
     def memo_frame(self, key: tuple, compute) -> pl.DataFrame:
-        """The frame `compute()` gives, computed once per context and kept on disk (an Arrow IPC file in
+        """The frame `compute()` gives, computed once per context and kept on disk (an Arrow IPC stream in
         a temporary folder removed with the context), so the series every playbook shares do not stay
-        in memory between them; each caller reads it back with plain strings and drops it when done."""
+        in memory between them; each caller reads it back with plain strings and drops it when done.
+        `compute` may give the frame in pieces (an iterator of frames with one schema, at least one): they are
+        written one at a time, so the whole frame is never in memory while it is made."""
         path = self.memo(key, lambda: self._spill(compute()))
-        return plain(pl.read_ipc(path))
+        return plain(pl.read_ipc_stream(path))
 
-    def _spill(self, df: pl.DataFrame) -> Path:
+    def memo_frames(self, key: tuple, compute) -> Iterator[pl.DataFrame]:
+        """`memo_frame`'s frame read back piece by piece (as written, or smaller), in order, with plain strings:
+        a caller that works on a piece at a time (one rank of a series) holds only that piece."""
+        path = self.memo(key, lambda: self._spill(compute()))
+        with pa.OSFile(str(path), "rb") as source, pa.ipc.open_stream(source) as reader:
+            for batch in reader:
+                df = pl.from_arrow(batch)
+                assert isinstance(df, pl.DataFrame)
+                yield plain(df)
+
+    def _spill(self, frames: pl.DataFrame | Iterator[pl.DataFrame]) -> Path:
         if "spill_dir" not in self._memo:
             folder = tempfile.mkdtemp(prefix="forensics-series-")
             weakref.finalize(self, shutil.rmtree, folder, True)
             self._memo["spill_dir"] = Path(folder)
-        path = self._memo["spill_dir"] / f"{len(self._memo)}.arrow"
-        # Categorical strings: a file or metric name repeated on millions of rows is stored once.
-        compact(df).write_ipc(path, compression="lz4")
+        path = self._memo["spill_dir"] / f"{len(self._memo)}.arrows"
+        writer = None
+        with pa.OSFile(str(path), "wb") as sink:
+            for df in [frames] if isinstance(frames, pl.DataFrame) else frames:
+                table = plain(df).to_arrow()
+                if writer is None:
+                    writer = pa.ipc.new_stream(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="lz4"))
+                writer.write_table(table)
+            if writer is None:
+                raise ValueError("memo_frame: compute gave no frame")
+            writer.close()
         return path
 
     @property
