@@ -121,6 +121,24 @@ def series_where(ctx: Context, names: tuple[str, ...] | list[str] | str, where: 
     return (pl.concat(rows) if rows else kept[0]), total
 
 
+def series_columns(ctx: Context, names: tuple[str, ...] | list[str] | str, cols: tuple[str, ...], *,
+                   finite: bool = False, dedupe: bool = True) -> pl.DataFrame:
+    """Some columns of `series(ctx, names, ...)` (in its order), read one rank at a time: a detector that decides on
+    ranks, steps and values holds those, not every row's provenance (fetch the rows it quotes with `series_where`)."""
+    parts = [part.select(cols) for part in series_ranks(ctx, names, finite=finite, dedupe=dedupe)]
+    return pl.concat(parts) if parts else series(ctx, names, finite=finite, dedupe=dedupe).select(cols)
+
+
+def series_lowest_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bool = False) -> tuple[pl.DataFrame, int]:
+    """The rows of the lowest rank of `series(ctx, names, ...)` (every row when no row has a rank: `ts.lowest_rank`,
+    in step order) and how many rows the whole series has, read one rank at a time."""
+    first, total = None, 0
+    for part in series_ranks(ctx, names, finite=finite):
+        total += part.height
+        first = part if first is None else first
+    return (first if first is not None else series(ctx, names, finite=finite)), total
+
+
 def series_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, rank: int | None, *, finite: bool = False,
                 dedupe: bool = True) -> pl.DataFrame:
     """The rows of one rank (None: the rows without a rank) of `series(ctx, names, ...)`, read one rank at a time."""
