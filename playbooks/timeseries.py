@@ -236,7 +236,7 @@ def series(
 
 
 # Rows of a metric cleaned at once by `series_parts`: whole ranks up to this many rows (one rank may have more).
-PART_ROWS = 1 << 21
+PART_ROWS = 1 << 18
 
 
 def series_pieces(metrics: pl.LazyFrame, name: str | Sequence[str], *, dedupe: bool = True,
@@ -256,7 +256,7 @@ def _pieces(rows: pl.LazyFrame | pl.DataFrame, finite: bool, dedupe: bool) -> It
 
 
 def series_parts(rows: pl.LazyFrame | pl.DataFrame, finite: bool) -> Iterator[pl.DataFrame]:
-    """`series`' deduplicated rows of one metric in pieces of whole ranks, in the series' order (their concatenation
+    """`series`' deduplicated rows of one metric one rank at a time, in the series' order (their concatenation
     is the series). Every step of the clean-up works within one rank, and deduplicated rows have no ties to order,
     so ranks are cleaned a few at a time: the sorts' temporaries hold those ranks' rows, not all. From a lazy frame
     (a cached run's rows of the name) each piece reads only its ranks' rows, so the whole metric is never in
@@ -270,11 +270,16 @@ def series_parts(rows: pl.LazyFrame | pl.DataFrame, finite: bool) -> Iterator[pl
     size = 0
     for r, n in counts.iter_rows():
         if batch and size + n > PART_ROWS:
-            yield _clean(lf.filter(_ranks_in(batch)), finite, True).collect()
+            yield from _by_rank(_clean(lf.filter(_ranks_in(batch)), finite, True).collect())
             batch, size = [], 0
         batch.append(r)
         size += n
-    yield _clean(lf.filter(_ranks_in(batch)), finite, True).collect()
+    yield from _by_rank(_clean(lf.filter(_ranks_in(batch)), finite, True).collect())
+
+
+def _by_rank(df: pl.DataFrame) -> list[pl.DataFrame]:
+    """A cleaned piece as one frame per rank (a reader of one rank then holds that rank only)."""
+    return df.partition_by("rank", maintain_order=True) if df.height and df.get_column("rank").n_unique() > 1 else [df]
 
 
 def _ranks_in(ranks: list[int | None]) -> pl.Expr:

@@ -48,7 +48,8 @@ def test_a_series_built_in_pieces_is_the_series_built_whole(monkeypatch):
     df = _metrics()
     lazy = df.lazy().with_columns(pl.col("file", "name", "source").cast(pl.Categorical))
     want = ts.series(df, "loss")
-    monkeypatch.setattr(ts, "PART_ROWS", 1)
-    pieces = list(ts.series_pieces(lazy, "loss"))
-    assert len(pieces) == 4
-    assert pl.concat(pieces).with_columns(pl.col(pl.Categorical).cast(pl.String)).equals(want)
+    for rows in (1, 1 << 20):  # each rank cleaned alone, or all at once: one piece per rank either way
+        monkeypatch.setattr(ts, "PART_ROWS", rows)
+        pieces = list(ts.series_pieces(lazy, "loss"))
+        assert [p.get_column("rank").unique().to_list() for p in pieces] == [[0], [1], [2], [None]]
+        assert pl.concat(pieces).with_columns(pl.col(pl.Categorical).cast(pl.String)).equals(want)
