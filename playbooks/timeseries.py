@@ -320,19 +320,22 @@ def _clean(lf: pl.LazyFrame, finite: bool, dedupe: bool) -> pl.LazyFrame:
     return lf.select(cols).sort("rank", "step", nulls_last=True)
 
 
-def restarts(metrics: pl.DataFrame | pa.Table, name: str | Sequence[str] = "loss") -> pl.DataFrame:
+def restarts(metrics: pl.DataFrame | pa.Table | pl.LazyFrame, name: str | Sequence[str] = "loss") -> pl.DataFrame:
     """Where the step of a metric goes backwards within one file and rank (a resume or a restarted loop).
 
-    Columns: file, rank, line (first line after the restart), from_step, to_step.
+    Columns: file, rank, line (first line after the restart), from_step, to_step. A lazy frame (a cached run's rows
+    of the names, file categorical) is read with these columns only, its files as strings only in the result.
     """
     wanted = [name] if isinstance(name, str) else list(name)
-    df = _ensure_cols(prepare(metrics)).filter(pl.col("name").is_in(wanted) & pl.col("step").is_not_null())
-    df = df.sort("file", "line", nulls_last=True).with_columns(
+    lf = metrics if isinstance(metrics, pl.LazyFrame) else prepare(metrics).lazy()
+    lf = (_ensure_cols(lf).filter(pl.col("name").is_in(wanted) & pl.col("step").is_not_null())
+          .select("file", "rank", "line", "step"))
+    lf = lf.sort("file", "line", nulls_last=True).with_columns(
         pl.col("step").shift(1).over("file", "rank").alias("from_step")
     )
-    return df.filter(pl.col("step") < pl.col("from_step")).select(
-        "file", "rank", "line", "from_step", pl.col("step").alias("to_step")
-    )
+    return lf.filter(pl.col("step") < pl.col("from_step")).select(
+        pl.col("file").cast(pl.String), "rank", "line", "from_step", pl.col("step").alias("to_step")
+    ).collect()
 
 
 def _point(row: dict) -> Point:
