@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import polars as pl
 from forensics.playbooks import timeseries as ts
 
-from forensics.contracts.context import Context, evidence_rows
+from forensics.contracts.context import Context, evidence_rows, plain
 from forensics.contracts.model import Evidence, Onset
 
 # Training-loss spellings after canonicalisation (Megatron `lm loss`, fairseq/HF variants).
@@ -85,11 +85,13 @@ def series_ranks(ctx: Context, names: tuple[str, ...] | list[str] | str, *, fini
     copy on disk piece by piece, so a detector that decides rank by rank holds one rank's rows, not all."""
     wanted = [names] if isinstance(names, str) else list(names)
     have = present(ctx, wanted)
-    if not have or have[0] not in SHARED:
-        s = series(ctx, names, finite=finite, dedupe=dedupe)
-        yield from (s.partition_by("rank", maintain_order=True) if s.height else [])
+    if not have:
         return
     name = have[0]
+    if name not in SHARED:  # built piece by piece as it is read, nothing kept
+        for piece in ts.series_pieces(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe):
+            yield from plain(piece).partition_by("rank", maintain_order=True) if piece.height else []
+        return
     pieces = ctx.memo_frames(("series", name, finite, dedupe),
                              lambda: ts.series_pieces(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe))
     held: list[pl.DataFrame] = []
@@ -122,10 +124,12 @@ def series_where(ctx: Context, names: tuple[str, ...] | list[str] | str, where: 
 
 
 def series_columns(ctx: Context, names: tuple[str, ...] | list[str] | str, cols: tuple[str, ...], *,
-                   finite: bool = False, dedupe: bool = True) -> pl.DataFrame:
-    """Some columns of `series(ctx, names, ...)` (in its order), read one rank at a time: a detector that decides on
-    ranks, steps and values holds those, not every row's provenance (fetch the rows it quotes with `series_where`)."""
-    parts = [part.select(cols) for part in series_ranks(ctx, names, finite=finite, dedupe=dedupe)]
+                   where: pl.Expr | None = None, finite: bool = False, dedupe: bool = True) -> pl.DataFrame:
+    """Some columns of `series(ctx, names, ...)` (of the rows `where` keeps, in its order), read one rank at a time:
+    a detector that decides on ranks, steps and values holds those, not every row's provenance (fetch the rows it
+    quotes with `series_where`)."""
+    parts = [(part if where is None else part.filter(where)).select(cols)
+             for part in series_ranks(ctx, names, finite=finite, dedupe=dedupe)]
     return pl.concat(parts) if parts else series(ctx, names, finite=finite, dedupe=dedupe).select(cols)
 
 

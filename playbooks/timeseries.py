@@ -270,11 +270,11 @@ def series_parts(rows: pl.LazyFrame | pl.DataFrame, finite: bool) -> Iterator[pl
     size = 0
     for r, n in counts.iter_rows():
         if batch and size + n > PART_ROWS:
-            yield from _by_rank(_clean(lf.filter(_ranks_in(batch)), finite, True).collect())
+            yield from _by_rank(_clean(lf.filter(_ranks_in(batch)), finite, True).collect(engine="streaming"))
             batch, size = [], 0
         batch.append(r)
         size += n
-    yield from _by_rank(_clean(lf.filter(_ranks_in(batch)), finite, True).collect())
+    yield from _by_rank(_clean(lf.filter(_ranks_in(batch)), finite, True).collect(engine="streaming"))
 
 
 def _by_rank(df: pl.DataFrame) -> list[pl.DataFrame]:

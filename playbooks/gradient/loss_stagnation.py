@@ -145,12 +145,12 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     runs = M.ts.runs(sm, (pl.col("value") - level).abs() <= band, 1)
     last = runs.filter(pl.col("to_end"))
     onset_step = int(last.item(0, "start_step")) if last.height else int(tail.item(0, "step"))
-    lr_s = M.series_where(ctx, M.LR, pl.col("step") >= onset_step, finite=True)[0]
+    lr_s = M.series_columns(ctx, M.LR, ("value",), where=pl.col("step") >= onset_step, finite=True)
     lr_max = float(lr_s.get_column("value").max()) if lr_s.height else None
     causes = {"weights_frozen": 0.5, "vanishing_gradient": 0.4, "clipped_updates": 0.3, "zero_gradients": 0.3, "labels_masked": 0.2}
     if lr_max is not None and lr_max <= 1e-8:
         causes = {"lr_zero": 1.0, "weights_frozen": 0.1}
-    g = M.series_where(ctx, M.GRAD_NORM, pl.col("step") >= onset_step, finite=True)[0]
+    g = M.series_columns(ctx, M.GRAD_NORM, ("value",), where=pl.col("step") >= onset_step, finite=True)
     if g.height and float((g.get_column("value") == 0).mean()) >= 0.9 and "lr_zero" not in causes:
         causes["zero_gradients"] = 0.8
     what = f"loss flat at {M.fmt(level)}"

@@ -42,7 +42,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     frac = a / 100.0 if a > 1.0 else a
     if (1.0 - frac if acc_name.endswith("error") else frac) >= th["exact_acc_ceiling"]:
         return None
-    g = M.series_where(ctx, M.GRAD_NORM, pl.col("step") >= same.item(0, "step"), finite=True)[0]
+    g = M.series_columns(ctx, M.GRAD_NORM, ("value",), where=pl.col("step") >= same.item(0, "step"), finite=True)
     if g.height >= 2 and g.get_column("value").n_unique() > 1:
         return None  # gradients still move the weights: a constant loss by construction
     if detect_window(ctx, th) is not None:
