@@ -58,7 +58,8 @@ class Context:
 
     The metrics table of a big run has tens of millions of rows, more than memory should hold:
     detectors read it through `metric_names`, `metric_rows`, `metrics_select`, `metrics_lazy` and
-    `memo` (one series per metric, shared by every playbook), which query the run's lazy frame
+    `memo` / `memo_frame` / `memo_frames` (one series per metric, shared by every playbook, kept on disk and read
+    back whole or piece by piece), which query the run's lazy frame
     (a cached run's Parquet file: only the columns and rows asked for are read; a query for some metric
     names reads the cache's copy grouped by name, so only their rows) and turn only what is kept into plain
     strings. `metric_lines` answers questions about lines (where and when each was logged) from one row
@@ -216,11 +217,6 @@ def event_count(ev: pl.DataFrame) -> int:
 def plain(df: pl.DataFrame) -> pl.DataFrame:
     """Categorical columns as plain strings."""
     return df.with_columns(pl.col(pl.Categorical).cast(pl.String))
-
-
-def compact(df: pl.DataFrame) -> pl.DataFrame:
-    """String columns as categorical (what `plain` undoes)."""
-    return df.with_columns(pl.col(pl.String).cast(pl.Categorical))
 
 
 def sort_by_onset(df: pl.DataFrame) -> pl.DataFrame:
