@@ -48,6 +48,10 @@ def _load_run(run: Path, cache_dir: Path | None, use_cache: bool, quiet: bool, b
         except Exception as exc:  # noqa: BLE001 - a cache that cannot be written (read-only home, odd data) must not stop the analysis
             if not quiet:
                 click.echo(f"forensics: cache not written, analysed without it ({one_line(exc)})", err=True)
+        else:
+            # The analysis reads the cache just written, lazily (as a later analyze would): the parsed run's tables
+            # would be assembled whole in memory. Inputs changed meanwhile: the parsed run is used as it is.
+            return cache.load(run, target) or result
     return result
 
 

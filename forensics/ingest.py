@@ -76,14 +76,16 @@ class Run:
                    .get_column("name").to_list())
 
     def batches(self, name: str) -> Iterator[pa.Table]:
-        """The table of `name` part by part, in file order, each cast to its schema, without
-        assembling it: a consumer that streams (the Parquet writer, a row count) keeps one part in
-        memory at a time. Events are assembled by ingest itself (they are small, and take their steps then)."""
+        """The table of `name` in pieces of at most PIECE_ROWS rows, in file order, each cast to its schema,
+        without assembling it: a consumer that streams (the Parquet writer, a row count) keeps one piece in
+        memory at a time, however big one file's part is. Events are assembled by ingest itself (they are
+        small, and take their steps then)."""
         if name in self.tables or name not in self.parts:
             yield self.table(name)
             return
         for part in self.parts[name]:
-            yield T.conform(name, _load(part))
+            for piece in _pieces(part):
+                yield T.conform(name, piece)
 
     def num_rows(self, name: str) -> int:
         """Rows of a table, without assembling it (or casting its parts: a count needs neither)."""
@@ -95,6 +97,21 @@ class Run:
 def _load(part: pa.Table | Path) -> pa.Table:
     # Memory-mapped: pages are read when the table is assembled, not before.
     return part if isinstance(part, pa.Table) else spool.read(part)
+
+
+# Rows of a part handed to a streaming consumer at once (Run.batches): a 10 GB run's file has tens of millions.
+PIECE_ROWS = 1 << 20
+
+
+def _pieces(part: pa.Table | Path) -> Iterator[pa.Table]:
+    """A part in pieces of at most PIECE_ROWS rows, in order. A spilled part is read batch by batch into memory
+    that is freed with each piece, not mapped: the pages of a mapped file stay resident (and count in RSS) as
+    long as the mapping lives, so reading a whole spilled table through its map grows with the run."""
+    if isinstance(part, pa.Table):
+        for start in range(0, part.num_rows, PIECE_ROWS):
+            yield part.slice(start, PIECE_ROWS)
+        return
+    yield from spool.pieces(part, PIECE_ROWS)
 
 
 def _spill(table: pa.Table, path: Path) -> Path:

@@ -28,9 +28,21 @@ class Writer:
 
     def __init__(self, path: Path) -> None:
         self._writer = pq.ParquetWriter(path, SCHEMA, compression="zstd")
+        # The previous part's last row: a line whose rows a part boundary splits is still written once.
+        self._last: pl.DataFrame | None = None
 
     def write(self, part: pa.Table) -> None:
-        df = of(pl.from_arrow(T.conform("metrics", part)).lazy()).collect()
+        if not part.num_rows:
+            return
+        rows = pl.from_arrow(T.conform("metrics", part).select(COLS))
+        assert isinstance(rows, pl.DataFrame)
+        before = self._last
+        self._last = rows.tail(1)
+        if before is not None:
+            rows = pl.concat([before, rows])
+        df = of(rows.lazy()).collect()
+        if before is not None:
+            df = df.slice(1)
         self._writer.write_table(pa.Table.from_arrays([df.get_column(c).to_arrow().cast(SCHEMA.field(c).type) for c in COLS],
                                                       schema=SCHEMA))
 

@@ -45,10 +45,6 @@ def carry_across_files(events: pa.Table, metrics: Iterable[pa.Table]) -> pa.Tabl
     need = ev.get_column("step").is_null() & ev.get_column("ts").is_not_null()
     if not need.any():
         return events
-    parts = [a for a in (_anchors(m) for m in metrics if m.num_rows) if a.height]
-    if not parts:
-        return events
-    anchors = pl.concat(parts).group_by("_r", "ts").agg(pl.col("_s").max()).sort("ts")
     pos = need.arg_true()
     sub = (
         ev.gather(pos)
@@ -56,7 +52,21 @@ def carry_across_files(events: pa.Table, metrics: Iterable[pa.Table]) -> pa.Tabl
         .with_row_index("_i")
         .sort("ts")
     )
-    found = sub.join_asof(anchors, on="ts", by="_r", strategy="backward", check_sortedness=False).sort("_i").get_column("_s")
+    # Each part's anchors are matched to the events at once and only each event's best anchor so far is kept (the
+    # latest stamp, the highest step of that stamp): memory follows the events, not the metrics rows.
+    best: pl.DataFrame | None = None
+    for m in metrics:
+        anchors = _anchors(m) if m.num_rows else None
+        if anchors is None or not anchors.height:
+            continue
+        got = (sub.join_asof(anchors.with_columns(pl.col("ts").alias("_at")).sort("ts"), on="ts", by="_r",
+                             strategy="backward", check_sortedness=False)
+               .filter(pl.col("_at").is_not_null()).select("_i", "_at", "_s"))
+        best = got if best is None else pl.concat([best, got])
+        best = best.sort("_i", "_at", "_s").group_by("_i", maintain_order=True).last()
+    if best is None or not best.height:
+        return events
+    found = sub.select("_i").join(best, on="_i", how="left").sort("_i").get_column("_s")
     if found.null_count() == found.len():
         return events
     step = ev.get_column("step").scatter(pos, found.cast(pl.Int64))

@@ -48,6 +48,24 @@ def read(path: Path) -> pa.Table:
         return pa.ipc.open_stream(source).read_all()
 
 
+def pieces(path: Path, rows: int) -> Iterator[pa.Table]:
+    """A table written by `write` or a TableSink, read (not mapped) in pieces of at most about `rows` rows, in
+    order: only one piece is in memory at a time."""
+    with pa.OSFile(str(path), "rb") as source, pa.ipc.open_stream(source) as reader:
+        held: list[pa.RecordBatch] = []
+        count = 0
+        for batch in reader:
+            for start in range(0, batch.num_rows, rows):
+                part = batch.slice(start, rows)
+                if count and count + part.num_rows > rows:
+                    yield pa.Table.from_batches(held)
+                    held, count = [], 0
+                held.append(part)
+                count += part.num_rows
+        if held:
+            yield pa.Table.from_batches(held)
+
+
 def file_of(table: pa.Table) -> Path | None:
     """The spool file a table was read from, when it lives in the current run's spool."""
     meta = table.schema.metadata or {}

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 
 import polars as pl
 from forensics.playbooks import timeseries as ts
 
-from forensics.contracts.context import Context, evidence_rows
+from forensics.contracts.context import Context, evidence_rows, plain
 from forensics.contracts.model import Evidence, Onset
 
 # Training-loss spellings after canonicalisation (Megatron `lm loss`, fairseq/HF variants).
@@ -66,14 +67,91 @@ def series(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bo
         return ts.series(pl.DataFrame(), "none")
     name = have[0]
 
-    def compute(strings: bool = True) -> pl.DataFrame:
-        return ts.series(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe, strings=strings)
+    def compute() -> pl.DataFrame:
+        return ts.series(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe)
 
-    # Only the series many playbooks read are kept: the others would hold memory for nothing. A kept one is
-    # stored with categorical strings (what memo_frame keeps), so it is never held as plain strings while stored.
+    # Only the series many playbooks read are kept: the others would hold memory for nothing.
+    # The kept one is written to disk piece by piece (whole ranks at a time), so it is never whole in memory until read.
     if name in SHARED:
-        return ctx.memo_frame(("series", name, finite, dedupe), lambda: compute(strings=False))
+        return ctx.memo_frame(("series", name, finite, dedupe),
+                              lambda: ts.series_pieces(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe))
     return compute()
+
+
+def series_ranks(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bool = False,
+                 dedupe: bool = True) -> Iterator[pl.DataFrame]:
+    """`series(ctx, names, ...)` one rank at a time, in its order (the lowest rank first, rows without a rank
+    last): the concatenation of the frames is the series. A series many playbooks share is read back from its
+    copy on disk piece by piece, so a detector that decides rank by rank holds one rank's rows, not all."""
+    wanted = [names] if isinstance(names, str) else list(names)
+    have = present(ctx, wanted)
+    if not have:
+        return
+    name = have[0]
+    if name not in SHARED:  # built piece by piece as it is read, nothing kept
+        for piece in ts.series_pieces(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe):
+            yield from plain(piece).partition_by("rank", maintain_order=True) if piece.height else []
+        return
+    pieces = ctx.memo_frames(("series", name, finite, dedupe),
+                             lambda: ts.series_pieces(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe))
+    held: list[pl.DataFrame] = []
+    for piece in pieces:
+        for part in piece.partition_by("rank", maintain_order=True) if piece.height else []:
+            if held and held[0].get_column("rank")[0] != part.get_column("rank")[0]:
+                yield pl.concat(held)
+                held = []
+            held.append(part)
+    if held:
+        yield pl.concat(held)
+
+
+def series_where(ctx: Context, names: tuple[str, ...] | list[str] | str, where: pl.Expr, *, finite: bool = False,
+                 dedupe: bool = True) -> tuple[pl.DataFrame, int]:
+    """The rows of `series(ctx, names, ...)` that `where` keeps (in series order), and how many rows the series has:
+    what a detector decides on (every non-finite point, the rows at one step), read one rank at a time, so the
+    whole series is never in memory."""
+    kept: list[pl.DataFrame] = []
+    total = 0
+    for part in series_ranks(ctx, names, finite=finite, dedupe=dedupe):
+        total += part.height
+        kept.append(part.filter(where))
+        if len(kept) > 1 and not kept[-2].height:
+            kept.pop(-2)  # the schema is all an empty piece gives: one is kept for it
+    if not kept:
+        return series(ctx, names, finite=finite, dedupe=dedupe), total
+    rows = [k for k in kept if k.height]
+    return (pl.concat(rows) if rows else kept[0]), total
+
+
+def series_columns(ctx: Context, names: tuple[str, ...] | list[str] | str, cols: tuple[str, ...], *,
+                   where: pl.Expr | None = None, finite: bool = False, dedupe: bool = True) -> pl.DataFrame:
+    """Some columns of `series(ctx, names, ...)` (of the rows `where` keeps, in its order), read one rank at a time:
+    a detector that decides on ranks, steps and values holds those, not every row's provenance (fetch the rows it
+    quotes with `series_where`)."""
+    parts = [(part if where is None else part.filter(where)).select(cols)
+             for part in series_ranks(ctx, names, finite=finite, dedupe=dedupe)]
+    return pl.concat(parts) if parts else series(ctx, names, finite=finite, dedupe=dedupe).select(cols)
+
+
+def series_lowest_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bool = False) -> tuple[pl.DataFrame, int]:
+    """The rows of the lowest rank of `series(ctx, names, ...)` (every row when no row has a rank: `ts.lowest_rank`,
+    in step order) and how many rows the whole series has, read one rank at a time."""
+    first, total = None, 0
+    for part in series_ranks(ctx, names, finite=finite):
+        total += part.height
+        first = part if first is None else first
+    return (first if first is not None else series(ctx, names, finite=finite)), total
+
+
+def series_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, rank: int | None, *, finite: bool = False,
+                dedupe: bool = True) -> pl.DataFrame:
+    """The rows of one rank (None: the rows without a rank) of `series(ctx, names, ...)`, read one rank at a time."""
+    last = None
+    for part in series_ranks(ctx, names, finite=finite, dedupe=dedupe):
+        if part.get_column("rank")[0] == rank:
+            return part
+        last = part
+    return last.clear() if last is not None else series(ctx, names, finite=finite, dedupe=dedupe)
 
 
 def quote(rows: pl.DataFrame, limit: int = 8) -> list[Evidence]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
@@ -228,18 +228,65 @@ def series(
     lf = _ensure_cols(lf).filter(pl.col("name").is_in(wanted))
     if rank is not None:
         lf = lf.filter(pl.col("rank") == rank)
-    if not dedupe:
-        out = _clean(lf, finite, dedupe).collect()
-    else:
-        # Every step below works within one rank, and deduplicated rows have no ties to order, so the ranks are
-        # cleaned one at a time (in the final rank order): the sorts' temporaries hold one rank's rows, not all.
-        rows = lf.collect()
-        ranks = rows.get_column("rank").unique().sort(nulls_last=True).to_list()
-        out = pl.concat([_clean(rows.lazy().filter(pl.col("rank").eq_missing(r)), finite, dedupe).collect() for r in ranks]) \
-            if ranks else _clean(rows.lazy(), finite, dedupe).collect()
+    parts = list(_pieces(lf if isinstance(metrics, pl.LazyFrame) else lf.collect(), finite, dedupe))
+    out = pl.concat(parts) if len(parts) > 1 else parts[0]
     if out.height == 0 and isinstance(metrics, pl.LazyFrame) and metrics.select(pl.len()).collect().item() == 0:
         return empty  # what an empty table gives (below)
     return out.with_columns(pl.col(pl.Categorical).cast(pl.String)) if strings else out
+
+
+# Rows of a metric cleaned at once by `series_parts`: whole ranks up to this many rows (one rank may have more).
+PART_ROWS = 1 << 18
+
+
+def series_pieces(metrics: pl.LazyFrame, name: str | Sequence[str], *, dedupe: bool = True,
+                  finite: bool = False) -> Iterator[pl.DataFrame]:
+    """`series(metrics, name, strings=False)` of a lazy frame (a cached run's rows of the name) in pieces, in order
+    (see `series_parts`): a consumer that streams them (a spill to disk) never holds the whole series. Nothing
+    when the frame has no rows."""
+    wanted = [name] if isinstance(name, str) else list(name)
+    yield from _pieces(_ensure_cols(metrics).filter(pl.col("name").is_in(wanted)), finite, dedupe)
+
+
+def _pieces(rows: pl.LazyFrame | pl.DataFrame, finite: bool, dedupe: bool) -> Iterator[pl.DataFrame]:
+    if not dedupe:
+        yield _clean(rows.lazy(), finite, dedupe).collect()
+        return
+    yield from series_parts(rows, finite)
+
+
+def series_parts(rows: pl.LazyFrame | pl.DataFrame, finite: bool) -> Iterator[pl.DataFrame]:
+    """`series`' deduplicated rows of one metric one rank at a time, in the series' order (their concatenation
+    is the series). Every step of the clean-up works within one rank, and deduplicated rows have no ties to order,
+    so ranks are cleaned a few at a time: the sorts' temporaries hold those ranks' rows, not all. From a lazy frame
+    (a cached run's rows of the name) each piece reads only its ranks' rows, so the whole metric is never in
+    memory (categorical columns stay categorical)."""
+    lf = rows.lazy()
+    counts = lf.group_by("rank").agg(pl.len().alias("n")).collect().sort("rank", nulls_last=True)
+    if counts.height == 0:
+        yield _clean(lf, finite, True).collect()
+        return
+    batch: list[int | None] = []
+    size = 0
+    for r, n in counts.iter_rows():
+        if batch and size + n > PART_ROWS:
+            yield from _by_rank(_clean(lf.filter(_ranks_in(batch)), finite, True).collect(engine="streaming"))
+            batch, size = [], 0
+        batch.append(r)
+        size += n
+    yield from _by_rank(_clean(lf.filter(_ranks_in(batch)), finite, True).collect(engine="streaming"))
+
+
+def _by_rank(df: pl.DataFrame) -> list[pl.DataFrame]:
+    """A cleaned piece as one frame per rank (a reader of one rank then holds that rank only)."""
+    return df.partition_by("rank", maintain_order=True) if df.height and df.get_column("rank").n_unique() > 1 else [df]
+
+
+def _ranks_in(ranks: list[int | None]) -> pl.Expr:
+    """Rows of these ranks (None: the rows without a rank)."""
+    known = [r for r in ranks if r is not None]
+    hit = pl.col("rank").is_in(known) if known else pl.lit(False)
+    return hit | pl.col("rank").is_null() if None in ranks else hit
 
 
 def _clean(lf: pl.LazyFrame, finite: bool, dedupe: bool) -> pl.LazyFrame:
@@ -273,19 +320,22 @@ def _clean(lf: pl.LazyFrame, finite: bool, dedupe: bool) -> pl.LazyFrame:
     return lf.select(cols).sort("rank", "step", nulls_last=True)
 
 
-def restarts(metrics: pl.DataFrame | pa.Table, name: str | Sequence[str] = "loss") -> pl.DataFrame:
+def restarts(metrics: pl.DataFrame | pa.Table | pl.LazyFrame, name: str | Sequence[str] = "loss") -> pl.DataFrame:
     """Where the step of a metric goes backwards within one file and rank (a resume or a restarted loop).
 
-    Columns: file, rank, line (first line after the restart), from_step, to_step.
+    Columns: file, rank, line (first line after the restart), from_step, to_step. A lazy frame (a cached run's rows
+    of the names, file categorical) is read with these columns only, its files as strings only in the result.
     """
     wanted = [name] if isinstance(name, str) else list(name)
-    df = _ensure_cols(prepare(metrics)).filter(pl.col("name").is_in(wanted) & pl.col("step").is_not_null())
-    df = df.sort("file", "line", nulls_last=True).with_columns(
+    lf = metrics if isinstance(metrics, pl.LazyFrame) else prepare(metrics).lazy()
+    lf = (_ensure_cols(lf).filter(pl.col("name").is_in(wanted) & pl.col("step").is_not_null())
+          .select("file", "rank", "line", "step"))
+    lf = lf.sort("file", "line", nulls_last=True).with_columns(
         pl.col("step").shift(1).over("file", "rank").alias("from_step")
     )
-    return df.filter(pl.col("step") < pl.col("from_step")).select(
-        "file", "rank", "line", "from_step", pl.col("step").alias("to_step")
-    )
+    return lf.filter(pl.col("step") < pl.col("from_step")).select(
+        pl.col("file").cast(pl.String), "rank", "line", "from_step", pl.col("step").alias("to_step")
+    ).collect()
 
 
 def _point(row: dict) -> Point:
@@ -350,6 +400,17 @@ def onset(s: pl.DataFrame, predicate: pl.Expr, min_points: int = 1) -> Onset | N
     if r.height == 0:
         return None
     row = r.row(0, named=True)
+    return Onset(step=row["start_step"], end_step=row["end_step"], points=row["points"], value=row["start_value"],
+                 rank=row["rank"], file=row["file"], line=row["line"], to_end=row["to_end"])
+
+
+def onset_over(parts: Iterable[pl.DataFrame], predicate: pl.Expr, min_points: int = 1) -> Onset | None:
+    """`onset` of a series given in pieces of whole ranks (the pieces of `series_parts`, or one rank at a time): the
+    same onset, with one piece in memory at a time (runs never cross ranks; each piece gives its first run)."""
+    firsts = [r.head(1) for r in (runs(p, predicate, min_points) for p in parts if p.height) if r.height]
+    if not firsts:
+        return None
+    row = pl.concat(firsts).sort("start_step", "rank", nulls_last=True).row(0, named=True)
     return Onset(step=row["start_step"], end_step=row["end_step"], points=row["points"], value=row["start_value"],
                  rank=row["rank"], file=row["file"], line=row["line"], to_end=row["to_end"])
 

@@ -85,12 +85,13 @@ def test_context_metric_reads_equal_the_whole_table_filtered(tmp_path):
 def test_series_is_computed_once_and_equals_the_plain_series(tmp_path, monkeypatch):
     ctx = Context(ingest_text(tmp_path, LOG + "\n"))
     calls = []
-    real = ts.series
-    monkeypatch.setattr(ts, "series", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    real = ts.series_pieces  # a shared series is built in pieces, written to disk as they come
+    monkeypatch.setattr(ts, "series_pieces", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
     a = M.series(ctx, M.LOSS, finite=True)
+    assert calls == ["loss"]
     assert a.equals(ts.series(ctx.metrics, "loss", finite=True))
     assert a.get_column("value").to_list()[-1] == 0.5
-    assert a.schema["file"] == pl.String and a.schema["name"] == pl.String  # kept compact, given back plain
+    assert a.schema["file"] == pl.String and a.schema["name"] == pl.String  # kept on disk, given back plain
     calls.clear()
     assert M.series(ctx, M.LOSS, finite=True).equals(a)
     assert calls == []  # shared, not recomputed

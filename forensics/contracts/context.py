@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -57,7 +58,8 @@ class Context:
 
     The metrics table of a big run has tens of millions of rows, more than memory should hold:
     detectors read it through `metric_names`, `metric_rows`, `metrics_select`, `metrics_lazy` and
-    `memo` (one series per metric, shared by every playbook), which query the run's lazy frame
+    `memo` / `memo_frame` / `memo_frames` (one series per metric, shared by every playbook, kept on disk and read
+    back whole or piece by piece), which query the run's lazy frame
     (a cached run's Parquet file: only the columns and rows asked for are read; a query for some metric
     names reads the cache's copy grouped by name, so only their rows) and turn only what is kept into plain
     strings. `metric_lines` answers questions about lines (where and when each was logged) from one row
@@ -88,20 +90,40 @@ class Context:
         return self._memo[key]
 
     def memo_frame(self, key: tuple, compute) -> pl.DataFrame:
-        """The frame `compute()` gives, computed once per context and kept on disk (an Arrow IPC file in
+        """The frame `compute()` gives, computed once per context and kept on disk (an Arrow IPC stream in
         a temporary folder removed with the context), so the series every playbook shares do not stay
-        in memory between them; each caller reads it back with plain strings and drops it when done."""
+        in memory between them; each caller reads it back with plain strings and drops it when done.
+        `compute` may give the frame in pieces (an iterator of frames with one schema, at least one): they are
+        written one at a time, so the whole frame is never in memory while it is made."""
         path = self.memo(key, lambda: self._spill(compute()))
-        return plain(pl.read_ipc(path))
+        return plain(pl.read_ipc_stream(path))
 
-    def _spill(self, df: pl.DataFrame) -> Path:
+    def memo_frames(self, key: tuple, compute) -> Iterator[pl.DataFrame]:
+        """`memo_frame`'s frame read back piece by piece (as written, or smaller), in order, with plain strings:
+        a caller that works on a piece at a time (one rank of a series) holds only that piece."""
+        path = self.memo(key, lambda: self._spill(compute()))
+        with pa.OSFile(str(path), "rb") as source, pa.ipc.open_stream(source) as reader:
+            for batch in reader:
+                df = pl.from_arrow(batch)
+                assert isinstance(df, pl.DataFrame)
+                yield plain(df)
+
+    def _spill(self, frames: pl.DataFrame | Iterator[pl.DataFrame]) -> Path:
         if "spill_dir" not in self._memo:
             folder = tempfile.mkdtemp(prefix="forensics-series-")
             weakref.finalize(self, shutil.rmtree, folder, True)
             self._memo["spill_dir"] = Path(folder)
-        path = self._memo["spill_dir"] / f"{len(self._memo)}.arrow"
-        # Categorical strings: a file or metric name repeated on millions of rows is stored once.
-        compact(df).write_ipc(path, compression="lz4")
+        path = self._memo["spill_dir"] / f"{len(self._memo)}.arrows"
+        writer = None
+        with pa.OSFile(str(path), "wb") as sink:
+            for df in [frames] if isinstance(frames, pl.DataFrame) else frames:
+                table = plain(df).to_arrow()
+                if writer is None:
+                    writer = pa.ipc.new_stream(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="lz4"))
+                writer.write_table(table)
+            if writer is None:
+                raise ValueError("memo_frame: compute gave no frame")
+            writer.close()
         return path
 
     @property
@@ -195,11 +217,6 @@ def event_count(ev: pl.DataFrame) -> int:
 def plain(df: pl.DataFrame) -> pl.DataFrame:
     """Categorical columns as plain strings."""
     return df.with_columns(pl.col(pl.Categorical).cast(pl.String))
-
-
-def compact(df: pl.DataFrame) -> pl.DataFrame:
-    """String columns as categorical (what `plain` undoes)."""
-    return df.with_columns(pl.col(pl.String).cast(pl.Categorical))
 
 
 def sort_by_onset(df: pl.DataFrame) -> pl.DataFrame:

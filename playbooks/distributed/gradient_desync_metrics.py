@@ -19,7 +19,8 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
     """First run of common steps where a must-agree series differs across ranks by more than rel_diff."""
     found = []
     for name in M.present(ctx, MUST_AGREE):
-        s = M.series(ctx, name, finite=True)
+        # Ranks, steps and values decide; the rows quoted are read at the end.
+        s = M.series_columns(ctx, name, ("rank", "step", "value"), finite=True)
         if s.get_column("rank").drop_nulls().n_unique() < 2:
             continue
         sp = M.ts.rank_spread(s)
@@ -48,14 +49,14 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
     others = sorted({f[1] for f in found[1:]})
     if others:
         summary += f"; also {', '.join(others)}"
-    rows = s.filter(pl.col("step") == step).sort("rank")
+    rows = M.series_where(ctx, name, pl.col("step") == step, finite=True)[0].sort("rank")
     # Parameters that differ between replicas were updated with unreduced gradients.
     params_apart = any(f[1] != "grad_norm" for f in found)
     grows = params_apart or last["rel_diff"] > 2 * at["rel_diff"]
     return Detection(
         summary=summary,
         onset=M.onset_at(rows.row(0, named=True)),
-        evidence=M.quote(pl.concat([rows, s.filter(pl.col("step") == last["step"]).sort("rank")])),
+        evidence=M.quote(pl.concat([rows, M.series_where(ctx, name, pl.col("step") == last["step"], finite=True)[0].sort("rank")])),
         evidence_count=int(after.height * share),
         causes={"not_wrapped": 0.9 if grows else 0.5, "rank_local_randomness": 0.4, "unused_parameters": 0.3},
         confidence=0.85,

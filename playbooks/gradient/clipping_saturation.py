@@ -56,6 +56,10 @@ for. Without a logged clip share or clip value nothing is judged.
 )
 
 
+# What the grad-norm rules decide on (the rows quoted are read with their provenance at the end).
+SLIM = ("rank", "step", "value")
+
+
 @PLAYBOOK.detector(("metrics",))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Share of clipped updates from a clip meter, else grad norm against a logged clip value."""
@@ -68,7 +72,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         how = f"{share:.0%} of updates clipped ({share_s.item(0, 'name') if 'name' in share_s.columns else 'clip'} meter)"
     else:
         names = M.names_like(ctx, CLIP_VALUE)
-        g = M.series(ctx, M.GRAD_NORM, finite=True)
+        g = M.series_columns(ctx, M.GRAD_NORM, SLIM, finite=True)
         if not names or g.height < th["min_points"]:
             return None
         clip_val = float(M.series(ctx, names[0], finite=True).get_column("value").median())
@@ -79,7 +83,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         how = f"pre-clip grad norm above {names[0]} = {M.fmt(clip_val)} on {share:.0%} of steps"
     if share < th["clipped_share"]:
         return None
-    g = M.series(ctx, M.GRAD_NORM, finite=True)
+    g = M.series_columns(ctx, M.GRAD_NORM, SLIM, finite=True)
     facts = {"clipped_share": share, "points": rows.height, "clip_value": clip_val}
     gtxt = ""
     causes = {"threshold_too_low": 0.8, "hidden_explosion": 0.3}
@@ -92,11 +96,13 @@ def detect(ctx: Context, th: dict) -> Detection | None:
             causes = {"hidden_explosion": 0.8, "threshold_too_low": 0.4}
             gtxt += f", rising (x{1 + t.rel_change:.3g} over the run)"
     first = rows.sort("step").row(0, named=True)
-    src = share_s if clip_val is None else g
+    quoted = [first["step"], rows.sort("step").item(rows.height // 2, "step"), rows.sort("step").item(-1, "step")]
+    # The grad norm's rows quoted are read at the end, with their provenance.
+    src = share_s if clip_val is None else M.series_where(ctx, M.GRAD_NORM, pl.col("step").is_in(quoted), finite=True)[0]
     return Detection(
         summary=f"gradient clipping on nearly every update: {how} over {rows.height} logged points{gtxt}",
         onset=M.onset_of_step(src, first["step"], first.get("rank")),
-        evidence=M.quote(M.pick(src, [first["step"], rows.sort("step").item(rows.height // 2, "step"), rows.sort("step").item(-1, "step")])),
+        evidence=M.quote(M.pick(src, quoted)),
         evidence_count=rows.height,
         causes=causes,
         confidence=0.85,

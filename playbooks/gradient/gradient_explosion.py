@@ -114,16 +114,31 @@ def flagged(s: pl.DataFrame, th: dict) -> pl.DataFrame:
 @PLAYBOOK.detector(("metrics",))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """First sustained run of exploded grad-norm points."""
-    s = M.series(ctx, M.GRAD_NORM)
-    if s.height < th["min_points"] + 5:
+    # Every rule here works within one rank: the ranks are read one at a time, and only the first run's rank is kept
+    # (runs in (start step, rank) order, the rows without a rank last).
+    points = 0
+    best: tuple | None = None
+    exploded: tuple | None = None
+    for s in M.series_ranks(ctx, M.GRAD_NORM):
+        points += s.height
+        f = flagged(s, th)
+        r = M.ts.runs(f, pl.col("hot"), int(th["min_points"]))
+        if r.height:
+            row = r.row(0, named=True)
+            key = (row["start_step"], row["rank"] is None, row["rank"] or 0)
+            if best is None or key < best[0]:
+                best = (key, row, f)
+        if best is None:  # the already-exploded rule is read only when no rank has a run
+            cand = _exploded_run(s, th)
+            if cand is not None and (exploded is None or cand[0] < exploded[0]):
+                exploded = cand
+    if points < th["min_points"] + 5:
+        s = M.series(ctx, M.GRAD_NORM)
         return _short(s, ctx, th) or _exploded(s, ctx, th)
-    f = flagged(s, th)
-    r = M.ts.runs(f, pl.col("hot"), int(th["min_points"]))
-    if r.height == 0:
-        return _exploded(s, ctx, th)
-    first = r.row(0, named=True)
+    if best is None:
+        return _exploded_detection(ctx, th, exploded)
+    _, first, part = best
     rank = first["rank"]
-    part = f.filter((pl.col("rank") == rank) if rank is not None else pl.col("rank").is_null())
     at = part.filter(pl.col("step") == first["start_step"]).row(0, named=True)
     episode = part.filter((pl.col("step") >= first["start_step"]) & (pl.col("step") <= first["end_step"]))
     finite_ep = episode.filter(pl.col("value").is_finite())
@@ -215,6 +230,12 @@ def _short(s: pl.DataFrame, ctx: Context, th: dict) -> Detection | None:
 def _exploded(s: pl.DataFrame, ctx: Context, th: dict) -> Detection | None:
     """Already exploded, no baseline needed: the first run of points above `bound` holding at least
     `min_points` points at `exploded_level` or more."""
+    return _exploded_detection(ctx, th, _exploded_run(s, th))
+
+
+def _exploded_run(s: pl.DataFrame, th: dict) -> tuple | None:
+    """`_exploded`'s run in `s` (one rank or several): (its order key, the run, its points, the first step of its
+    rank), or None."""
     v = pl.col("value")
     up = s.with_columns((v.is_finite() & (v >= th["exploded_level"])).cast(pl.Int32).alias("_big"))
     r = M.ts.runs(up, v.is_finite() & (v >= th["bound"]), int(th["min_points"]))
@@ -226,23 +247,31 @@ def _exploded(s: pl.DataFrame, ctx: Context, th: dict) -> Detection | None:
         ep = part.filter(pl.col("rank").eq_missing(rank) & pl.col("step").is_between(run["start_step"], run["end_step"]))
         if int(ep.get_column("_big").sum()) < th["min_points"]:
             continue
-        at = ep.row(0, named=True)
-        peak = ep.sort("value").row(-1, named=True)
-        lo = float(ep.get_column("value").min())
-        lr0 = M.lr_at(ctx, at["step"])
-        first = "from the first logged point" if run["start_step"] == part.filter(pl.col("rank").eq_missing(rank)).item(0, "step") \
-            else f"from step {at['step']}"
-        summary = (f"grad norm already exploded {first}: {M.fmt(lo)} to {M.fmt(peak['value'])} over {ep.height} logged points "
-                   f"({int(ep.get_column('_big').sum())} at >= {M.fmt(th['exploded_level'])})" + (f"; lr {M.fmt(lr0)}" if lr0 is not None else ""))
-        return Detection(
-            summary=summary,
-            onset=M.onset_at(at),
-            evidence=M.quote(M.pick(ep, [at["step"], peak["step"], ep.item(-1, "step")], rank)),
-            evidence_count=ep.height,
-            causes={"lr_too_high": 0.7, "no_clipping": 0.5, "missing_warmup": 0.2, "bad_batch": 0.1},
-            confidence=0.8,
-            facts={"onset_step": at["step"], "baseline": None, "peak": peak["value"], "peak_step": peak["step"],
-                   "first_nonfinite_step": None, "lr_at_onset": lr0, "points": ep.height},
-            ranks=[rank] if rank is not None else [],
-        )
+        first_step = part.filter(pl.col("rank").eq_missing(rank)).item(0, "step")
+        return (run["start_step"], rank is None, rank or 0), run, ep, first_step
     return None
+
+
+def _exploded_detection(ctx: Context, th: dict, found: tuple | None) -> Detection | None:
+    if found is None:
+        return None
+    _, run, ep, first_step = found
+    rank = run["rank"]
+    at = ep.row(0, named=True)
+    peak = ep.sort("value").row(-1, named=True)
+    lo = float(ep.get_column("value").min())
+    lr0 = M.lr_at(ctx, at["step"])
+    first = "from the first logged point" if run["start_step"] == first_step else f"from step {at['step']}"
+    summary = (f"grad norm already exploded {first}: {M.fmt(lo)} to {M.fmt(peak['value'])} over {ep.height} logged points "
+               f"({int(ep.get_column('_big').sum())} at >= {M.fmt(th['exploded_level'])})" + (f"; lr {M.fmt(lr0)}" if lr0 is not None else ""))
+    return Detection(
+        summary=summary,
+        onset=M.onset_at(at),
+        evidence=M.quote(M.pick(ep, [at["step"], peak["step"], ep.item(-1, "step")], rank)),
+        evidence_count=ep.height,
+        causes={"lr_too_high": 0.7, "no_clipping": 0.5, "missing_warmup": 0.2, "bad_batch": 0.1},
+        confidence=0.8,
+        facts={"onset_step": at["step"], "baseline": None, "peak": peak["value"], "peak_step": peak["step"],
+               "first_nonfinite_step": None, "lr_at_onset": lr0, "points": ep.height},
+        ranks=[rank] if rank is not None else [],
+    )

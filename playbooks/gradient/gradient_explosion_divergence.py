@@ -17,12 +17,12 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     `div_gnorm_factor` its value at the minimum (paiml/entrenar#274: loss 1.43 -> 10.03, gnorm 7.7 -> 70.7)."""
     if not ctx.has("metrics"):
         return None
-    loss = M.ts.lowest_rank(M.series(ctx, M.LOSS, finite=True)).sort("step")
-    g = M.ts.lowest_rank(M.series(ctx, M.GRAD_NORM, finite=True)).sort("step")
+    loss = M.series_lowest_rank(ctx, M.LOSS, finite=True)[0].sort("step")
+    g = M.series_lowest_rank(ctx, M.GRAD_NORM, finite=True)[0].sort("step")
     if loss.height < th["div_min_after"] + 2 or g.height < 2:
         return None
     # A resumed or restarted loop (the step goes backwards) starts a new curve: no divergence of one run.
-    if M.ts.restarts(ctx.metrics_select("name", "step", "file", "line", "rank", names=M.LOSS), M.LOSS).height:
+    if M.ts.restarts(ctx.metrics_lazy(M.LOSS), M.LOSS).height:
         return None
     v = loss.get_column("value")
     i = int(v.arg_min())

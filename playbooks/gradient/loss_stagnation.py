@@ -111,12 +111,9 @@ that starts mid-run) has no start to measure progress from: only ln(V) is judged
 @PLAYBOOK.detector(("metrics",))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Flat tail with no progress since the start, or flat at ln(V)."""
-    s = M.series(ctx, M.LOSS, finite=True)
-    if s.height == 0 or M.names_like(ctx, RL_METRICS):
+    s, points = M.series_lowest_rank(ctx, M.LOSS, finite=True)
+    if points == 0 or M.names_like(ctx, RL_METRICS):
         return None
-    ranks = s.get_column("rank").drop_nulls()
-    if ranks.len():
-        s = s.filter(pl.col("rank") == ranks.min())
     s = s.sort("step")
     n = s.height
     tail = s.tail(max(int(n * th["tail_share"]), int(th["min_points"])))
@@ -153,12 +150,12 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     runs = M.ts.runs(sm, (pl.col("value") - level).abs() <= band, 1)
     last = runs.filter(pl.col("to_end"))
     onset_step = int(last.item(0, "start_step")) if last.height else int(tail.item(0, "step"))
-    lr_s = M.series(ctx, M.LR, finite=True).filter(pl.col("step") >= onset_step)
+    lr_s = M.series_columns(ctx, M.LR, ("value",), where=pl.col("step") >= onset_step, finite=True)
     lr_max = float(lr_s.get_column("value").max()) if lr_s.height else None
     causes = {"weights_frozen": 0.5, "vanishing_gradient": 0.4, "clipped_updates": 0.3, "zero_gradients": 0.3, "labels_masked": 0.2}
     if lr_max is not None and lr_max <= 1e-8:
         causes = {"lr_zero": 1.0, "weights_frozen": 0.1}
-    g = M.series(ctx, M.GRAD_NORM, finite=True).filter(pl.col("step") >= onset_step)
+    g = M.series_columns(ctx, M.GRAD_NORM, ("value",), where=pl.col("step") >= onset_step, finite=True)
     if g.height and float((g.get_column("value") == 0).mean()) >= 0.9 and "lr_zero" not in causes:
         causes["zero_gradients"] = 0.8
     what = f"loss flat at {M.fmt(level)}"
@@ -178,7 +175,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         summary=what,
         onset=M.onset_at(row),
         severity=None if evident else Severity.MEDIUM,
-        evidence=M.quote(pl.concat([at, s.tail(1), M.pick(M.series(ctx, M.LR, finite=True), [onset_step])], how="diagonal_relaxed")),
+        evidence=M.quote(pl.concat([at, s.tail(1), M.pick(M.series_where(ctx, M.LR, pl.col("step") == onset_step, finite=True)[0], [onset_step])], how="diagonal_relaxed")),
         evidence_count=n - (s.filter(pl.col("step") < onset_step).height),
         causes=causes,
         confidence=0.9 if evident else 0.6,

@@ -25,10 +25,10 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if not ctx.has("metrics"):
         return None
     k = int(th["exact_min_points"])
-    s = M.series(ctx, M.LOSS, finite=True)
-    if s.height < k:
+    s, points = M.series_lowest_rank(ctx, M.LOSS, finite=True)
+    if points < k:
         return None
-    s = M.ts.lowest_rank(s).sort("step")
+    s = s.sort("step")
     tail = s.tail(k)
     level = float(tail.item(0, "value"))
     if tail.get_column("value").n_unique() != 1 or level <= 0:  # a negative loss is bad-input-data's
@@ -42,7 +42,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     frac = a / 100.0 if a > 1.0 else a
     if (1.0 - frac if acc_name.endswith("error") else frac) >= th["exact_acc_ceiling"]:
         return None
-    g = M.series(ctx, M.GRAD_NORM, finite=True).filter(pl.col("step") >= same.item(0, "step"))
+    g = M.series_columns(ctx, M.GRAD_NORM, ("value",), where=pl.col("step") >= same.item(0, "step"), finite=True)
     if g.height >= 2 and g.get_column("value").n_unique() > 1:
         return None  # gradients still move the weights: a constant loss by construction
     if detect_window(ctx, th) is not None:

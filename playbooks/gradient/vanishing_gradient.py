@@ -115,13 +115,19 @@ def _layer_ratio(ctx: Context, th: dict):
 
 
 def _global(ctx: Context, th: dict):
-    g = M.series(ctx, M.GRAD_NORM, finite=True)
-    if g.height < th["min_points"]:
-        return None
     tiny = (pl.col("value") > 0) & (pl.col("value") < th["tiny"])
-    o = M.ts.onset(g, tiny, int(th["min_points"]))
-    if o is None:
+    points = [0]
+
+    def ranks():  # the grad norm one rank at a time, counted
+        for part in M.series_ranks(ctx, M.GRAD_NORM, finite=True):
+            points[0] += part.height
+            yield part
+
+    o = M.ts.onset_over(ranks(), tiny, int(th["min_points"]))
+    if points[0] < th["min_points"] or o is None:
         return None
+    # The onset's rank is all that is read again (every rank when it has none: the quote then picks among them all).
+    g = M.series(ctx, M.GRAD_NORM, finite=True) if o.rank is None else M.series_rank(ctx, M.GRAD_NORM, o.rank, finite=True)
     after = g.filter((pl.col("step") >= o.step) & pl.col("rank").eq_missing(o.rank))
     share = float(after.select(tiny.mean()).item())
     if share < th["share"]:

@@ -83,15 +83,21 @@ early noise and a high first point (nothing before it) stay quiet.
 @PLAYBOOK.detector(("metrics",))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Spikes of the loss against its trailing median/MAD."""
-    s = M.series(ctx, M.LOSS, finite=True)
-    if s.height < th["min_points"] + 1:
-        return _short(ctx, s, th)
-    sp = M.ts.spikes(s, k=th["mads"], window=int(th["window"]), min_points=int(th["min_points"]), rel_floor=th["rel_floor"],
-                       upper_q=th["upper_q"])
+    # Every window is within one rank: the spikes are found one rank at a time (a long run's loss is not held whole).
+    found, points = [], 0
+    for part in M.series_ranks(ctx, M.LOSS, finite=True):
+        points += part.height
+        found.append(M.ts.spikes(part, k=th["mads"], window=int(th["window"]), min_points=int(th["min_points"]),
+                                 rel_floor=th["rel_floor"], upper_q=th["upper_q"]))
+    if points < th["min_points"] + 1:
+        return _short(ctx, M.series(ctx, M.LOSS, finite=True), th)
+    sp = pl.concat([f for f in found if f.height]) if any(f.height for f in found) else found[0]
     if sp.height == 0:
         return None
     first = sp.row(0, named=True)
     top = sp.sort("z").row(-1, named=True)
+    # The first spike's rank is all that is read again (every rank when it has none: `recovered` reads them all then).
+    s = M.series(ctx, M.LOSS, finite=True) if first["rank"] is None else M.series_rank(ctx, M.LOSS, first["rank"], finite=True)
     rec = M.ts.recovered(s, first["step"], first["median"], within=int(th["recover_points"]), rel_tol=0.1, rank=first["rank"])
     after = s.filter((pl.col("step") > first["step"]) & pl.col("rank").eq_missing(first["rank"])).height
     unknown = not rec and after < th["recover_points"]  # too close to the end of the log to tell

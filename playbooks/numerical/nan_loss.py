@@ -103,10 +103,16 @@ at medium (a single NaN evaluation that later turns finite stays quiet).
 @PLAYBOOK.detector(("metrics", "events"))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """The first non-finite loss (or its stand-ins), its run length and what preceded it."""
-    loss, name = M.series(ctx, M.LOSS), "loss"
-    if loss.height == 0:
+    # What the rules decide on of the training loss: its non-finite and zero points (and its size); the rest of it is
+    # read one rank at a time (a long run's loss is not held whole).
+    odd = ~pl.col("value").is_finite() | (pl.col("value") == 0.0)
+    names: tuple[str, ...] | str = M.LOSS
+    loss, points = M.series_where(ctx, M.LOSS, odd)
+    name = "loss"
+    if points == 0:
         loss, name = _parts(ctx)
-    hit = M.ts.first_nonfinite(loss) if loss.height else None
+        names, points = name, loss.height
+    hit = M.ts.onset_over(M.series_ranks(ctx, names), ~pl.col("value").is_finite()) if points else None
     how, ppl = "loss", ""
     if hit is None:
         hit = _masked(ctx, th) or _zeroed(ctx, loss)
@@ -117,33 +123,38 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if hit is None:
         hit, ppl = _perplexity(ctx)
         how = "perplexity"
-    if hit is None:
-        hit = _dropped_to_zero(ctx, loss, th)
+    whole = None
+    if hit is None and loss.filter(pl.col("value") == 0.0).height >= th["zeroed_points"]:
+        # Only a loss with enough exact zeros is read whole (a long healthy loss never is).
+        whole = M.series(ctx, names)
+        hit = _dropped_to_zero(ctx, whole, th)
         how = "zeroed"
     # The rerun wrapper's row first: on a line both match, it carries the rank and iteration.
     ev = combine(events(ctx, RERUN_CODES, text=RERUN_NONFINITE), events(ctx, NAN_CODES))
     logged = events(ctx, LOGGED_CODES)
     if hit is None and ev.height == 0:
-        return (_from_logged(logged, loss) if logged.height else None) or _eval_nan(ctx, th)
+        return (_from_logged(logged, loss, points) if logged.height else None) or _eval_nan(ctx, th)
     if hit is None:
         return _from_events(ev, th)
     rank = hit.rank
-    names = {"grad_norm": M.GRAD_NORM, "nan_iterations": ("nan_iterations",), "perplexity": (ppl,)}
-    src = M.series(ctx, names[how]) if how in names else loss
-    part = src.filter((pl.col("rank") == rank) if rank is not None else pl.col("rank").is_null())
-    causes, facts, why = _causes(ctx, part if how != "nan_iterations" else loss, hit, th)
+    if how in ("loss", "zeroed"):
+        part = M.series_rank(ctx, names, rank)
+    else:
+        src = M.series(ctx, {"grad_norm": M.GRAD_NORM, "nan_iterations": ("nan_iterations",), "perplexity": (ppl,)}[how])
+        part = src.filter((pl.col("rank") == rank) if rank is not None else pl.col("rank").is_null())
+    causes, facts, why = _causes(ctx, part if how != "nan_iterations" else M.series(ctx, names), hit, th)
     # A zero is a masked NaN only by inference (the logger hides the value): an alarm, not an incident.
     incident = (hit.points >= th["incident_points"] or hit.to_end or ev.height > 0) and how != "zeroed"
     masked = "no loss is logged there"
-    if how == "grad_norm" and loss.height:
-        at = loss.filter(pl.col("step") == hit.step)
+    if how == "grad_norm" and points:
+        at = M.series_where(ctx, names, pl.col("step") == hit.step)[0]
         if at.height and bool(at.get_column("value").is_finite().all()):
             masked = f"the logged loss is masked: {M.fmt(at.item(0, 'value'))}"
     what = {"loss": f"{name} is {hit.value}", "grad_norm": f"grad_norm is {hit.value} ({masked})",
             "nan_iterations": "Megatron counts NaN iterations",
             "perplexity": f"{ppl} is {hit.value} (exp of the loss: a loss past the float range of exp, or NaN)"}.get(how)
     if how == "zeroed":
-        what = (f"{name} reads exactly 0 right after {M.fmt(_last_nonzero(loss, hit))} (a masked non-finite loss: no loss "
+        what = (f"{name} reads exactly 0 right after {M.fmt(_last_nonzero(whole, hit))} (a masked non-finite loss: no loss "
                 "falls from there to exactly 0 in one logging interval)")
     run = f" for {hit.points} logged points" if hit.points > 1 else " once"
     if hit.to_end:
@@ -184,26 +195,23 @@ def _parts(ctx: Context) -> tuple[pl.DataFrame, str]:
 
 def _masked(ctx: Context, th: dict) -> M.ts.Onset | None:
     """Consecutive NaN grad norms (not inf: a skipped fp16 step logs inf) stand for a masked NaN loss."""
-    g = M.series(ctx, M.GRAD_NORM)
-    if g.height == 0:
-        return None
-    return M.ts.onset(g, pl.col("value").is_nan(), int(th["masked_grad_points"]))
+    return M.ts.onset_over(M.series_ranks(ctx, M.GRAD_NORM), pl.col("value").is_nan(), int(th["masked_grad_points"]))
 
 
 def _zeroed(ctx: Context, loss: pl.DataFrame) -> M.ts.Onset | None:
-    """A NaN grad norm, with the loss at a NaN-gradient step reading exactly 0: a trainer that zeroes (or drops) a
+    """(`loss`: at least the loss's zero points.) A NaN grad norm, with the loss at a NaN-gradient step reading exactly 0: a trainer that zeroes (or drops) a
     non-finite loss before logging it (HF Trainer's `logging_nan_inf_filter` logs the running mean of the finite
     losses, 0 before any). One such point is enough, from the first logged step on: a real loss is never exactly 0
     while its gradient is NaN ([OBS] 2U1/Qwen-VL-Series-Finetune#10: `'grad_norm': nan` from step 1, `'loss': 0.0` at
     step 2). A loss of 0 with a finite (0) grad norm is an all-masked batch, tokenizer-mismatch's evidence, not this."""
-    g = M.series(ctx, M.GRAD_NORM)
-    if g.height == 0 or loss.height == 0:
+    if loss.height == 0:
         return None
-    nan_steps = g.select("rank", "step", "value").filter(pl.col("value").is_nan()).select("rank", "step")
+    nan, _ = M.series_where(ctx, M.GRAD_NORM, pl.col("value").is_nan())
+    nan_steps = nan.select("rank", "step")
     zero = loss.join(nan_steps, on=["rank", "step"], how="semi", nulls_equal=True).filter(pl.col("value") == 0.0)
     if zero.height == 0:
         return None
-    return M.ts.onset(g, pl.col("value").is_nan(), 1)
+    return M.ts.onset_over(M.series_ranks(ctx, M.GRAD_NORM), pl.col("value").is_nan(), 1)
 
 
 def _perplexity(ctx: Context) -> tuple[M.ts.Onset | None, str]:
@@ -280,13 +288,13 @@ def _eval_nan(ctx: Context, th: dict) -> Detection | None:
     return None
 
 
-def _from_logged(logged: pl.DataFrame, loss: pl.DataFrame) -> Detection | None:
+def _from_logged(logged: pl.DataFrame, loss: pl.DataFrame, points: int) -> Detection | None:
     """Only the TensorBoard writer's warning: some logged scalar was NaN/Inf, which one is not said.
 
     A logged training loss that stays finite shows the scalar was another one (an fp16 grad norm on a
     skipped step, the std of a one-element tensor): nothing to report.
     """
-    if loss.height and bool(loss.get_column("value").is_finite().all()):
+    if points and bool(loss.get_column("value").is_finite().all()):
         return None
     return Detection(
         summary=f"a value written to TensorBoard was NaN or Inf ({logged.height} warning(s)); the warning does not name the "

@@ -21,7 +21,8 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
     """The rank and timing series with the largest median ratio to the other ranks."""
     best = None
     for name in M.names_like(ctx, TIMES, exclude=NOT_TIMES):
-        s = M.series(ctx, name, finite=True)
+        # Ranks, steps and values decide; the slow rank's rows and the rows quoted are read at the end.
+        s = M.series_columns(ctx, name, ("rank", "step", "value"), finite=True)
         if s.get_column("rank").drop_nulls().n_unique() < 2:
             continue
         g = M.ts.per_rank(s).filter(pl.col("rank").is_not_null() & (pl.col("points") >= th["min_steps"]))
@@ -35,7 +36,7 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
         return None
     top, name, s, g = best
     rank = top["rank"]
-    mine = s.filter(pl.col("rank") == rank).sort("step")
+    mine = M.series_rank(ctx, name, rank, finite=True).sort("step")
     others = s.filter(pl.col("rank") != rank)
     slow = mine.join(others.group_by("step").agg(pl.col("value").median().alias("o")), on="step").sort("step")
     slow = slow.filter(pl.col("value") >= th["slow_ratio"] * pl.col("o"))
@@ -43,7 +44,7 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
     first = (slow if slow.height else mine).row(0, named=True)
     summary = (f"rank {rank} is slower: median {name} {M.fmt(top['median'])} vs {M.fmt(top['others_median'])} on the other ranks "
                f"({top['ratio']:.2f}x), slower on {share:.0%} of its {mine.height} logged steps")
-    at = s.filter(pl.col("step") == first["step"]).sort("rank")
+    at = M.series_where(ctx, name, pl.col("step") == first["step"], finite=True)[0].sort("rank")
     return Detection(
         summary=summary,
         onset=M.onset_at(first),

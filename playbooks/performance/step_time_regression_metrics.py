@@ -70,11 +70,11 @@ def _level_shift(part: pl.DataFrame, th: dict) -> tuple | None:
 @PLAYBOOK.detector(("metrics",))
 def detect_metrics(ctx: Context, th: dict) -> Detection | None:
     """Per rank: late/early median ratio with a good linear fit, else repeated robust outliers."""
-    s = M.series(ctx, M.STEP_TIME, finite=True)
-    if s.height == 0:
-        return None
     found = []
-    for part in s.partition_by("rank", maintain_order=True):
+    # One rank at a time, up to the first that shows a rise (the one reported).
+    for part in M.series_ranks(ctx, M.STEP_TIME, finite=True):
+        if found:
+            break
         short = _short_rise(part.sort("step"), th) or _level_shift(part.sort("step"), th)
         if short is not None:
             found.append(short)
