@@ -32,6 +32,13 @@ def run_errored(ctx: Context) -> bool:
     return ctx.events.filter(pl.col("severity").is_in(ERROR_SEVERITIES)).height > 0
 
 
+def quiet_end(ctx: Context, form: str) -> pl.DataFrame:
+    """The `log_end` rows of one form (a log's last line read as a waiting point), none when the run logged an error:
+    then the log stopped at its crash, which its own playbook reads, not at a wait."""
+    stop = events(ctx, ("log_end",)).filter(field("form") == form)
+    return stop.clear() if stop.height and run_errored(ctx) else stop
+
+
 PLAYBOOK = declare(
     Playbook(
         id="silent-hang",

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from forensics.playbooks.evidence import detection, events
-from forensics.playbooks.fields import field
-from forensics.playbooks.operations.silent_hang import PLAYBOOK, run_errored
+from forensics.playbooks.evidence import detection
+from forensics.playbooks.operations.silent_hang import PLAYBOOK, quiet_end
 from forensics.playbooks.operations.silent_hang_rank_claims import detect_duplicate_rank_claims
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Detection, Severity
 
+
 # The log's last line is one the process-group set-up prints before the group is complete: DeepSpeed's
 # init_distributed, torch's store-based barrier, torchrun's rendezvous (an `at_end` signature: parsers/signatures.toml,
 # form dist_init).
-END_CODES = ("log_end",)
-
-
 @PLAYBOOK.detector(("events",))
 def detect_dist_init_end(ctx: Context, th: dict) -> Detection | None:
     """A log whose last line is a distributed start-up line (`Initializing TorchBackend in DeepSpeed with backend
@@ -26,8 +23,8 @@ def detect_dist_init_end(ctx: Context, th: dict) -> Detection | None:
     but a paste may simply stop there, so only the end of the log proves it: low. Duplicate rank claims say more (the
     rank-claims detector); an error anywhere means the run crashed and its playbook says why.
     """
-    stop = events(ctx, END_CODES).filter(field("form") == "dist_init")
-    if stop.height == 0 or run_errored(ctx):
+    stop = quiet_end(ctx, "dist_init")
+    if stop.height == 0:
         return None
     if detect_duplicate_rank_claims(ctx, th) is not None:
         return None  # its finding names the cause; a low one here would lower the merged severity

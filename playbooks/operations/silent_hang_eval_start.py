@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import polars as pl
-from forensics.playbooks.evidence import detection, events
-from forensics.playbooks.fields import field
-from forensics.playbooks.operations.silent_hang import PLAYBOOK, run_errored
+from forensics.playbooks.evidence import detection
+from forensics.playbooks.operations.silent_hang import PLAYBOOK, quiet_end
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Detection, Severity
 
+
 # The log stops on `starting validation …` / `Running validation...` (an `at_end` signature: parsers/signatures.toml,
 # form eval_start), at most a few number-free lines from its end.
-END_CODES = ("log_end",)
-
-
 @PLAYBOOK.detector(("events", "metrics"))
 def detect_eval_start_end(ctx: Context, th: dict) -> Detection | None:
     """A log that ends on the announcement of a validation pass, after metric lines of training earlier in the same
@@ -25,8 +22,8 @@ def detect_eval_start_end(ctx: Context, th: dict) -> Detection | None:
     Circumstantial (a paste may stop there, and a long validation prints nothing until it ends), so low. A log with no
     training progress before the announcement (nothing shows training went on) and a run with an error are no finding.
     """
-    stop = events(ctx, END_CODES).filter(field("form") == "eval_start")
-    if stop.height == 0 or run_errored(ctx):
+    stop = quiet_end(ctx, "eval_start")
+    if stop.height == 0:
         return None
     firsts = stop.group_by("file").agg(pl.col("line").min().alias("_stop"))
     trained = (ctx.metric_lines().select(pl.col("file").cast(pl.String), "line").collect()

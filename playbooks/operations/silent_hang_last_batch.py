@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import polars as pl
-from forensics.playbooks.evidence import detection, events
+from forensics.playbooks.evidence import detection
 from forensics.playbooks.fields import field
-from forensics.playbooks.operations.silent_hang import PLAYBOOK, run_errored
+from forensics.playbooks.operations.silent_hang import PLAYBOOK, quiet_end
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Detection, Severity
 
+
 # The log's last line is a Keras Progbar line (an `at_end` signature: parsers/signatures.toml, form keras_bar).
-END_CODES = ("log_end",)
-
-
 @PLAYBOOK.detector(("events",))
 def detect_last_batch_end(ctx: Context, th: dict) -> Detection | None:
     """The log's last line is a Keras bar at `total - 1` of `total` steps, with no error in the run.
@@ -24,8 +22,8 @@ def detect_last_batch_end(ctx: Context, th: dict) -> Detection | None:
     deadlock (keras-team/keras#8595, matterport/Mask_RCNN#1588). A paste may stop there and a long validation pass looks
     the same for a while, so low. A bar anywhere else in the epoch is a paste cut mid-epoch: no finding.
     """
-    bars = events(ctx, END_CODES).filter(field("form") == "keras_bar")
-    if bars.height == 0 or run_errored(ctx):
+    bars = quiet_end(ctx, "keras_bar")
+    if bars.height == 0:
         return None
     done = field("done").cast(pl.Int64, strict=False)
     total = field("total").cast(pl.Int64, strict=False)

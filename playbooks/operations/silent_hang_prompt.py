@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from forensics.playbooks.evidence import detection, events
+from forensics.playbooks.evidence import detection
 from forensics.playbooks.fields import field
-from forensics.playbooks.operations.silent_hang import PLAYBOOK, run_errored
+from forensics.playbooks.operations.silent_hang import PLAYBOOK, quiet_end
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Detection, Severity
 
+
 # The log's last line is a prompt that reads stdin (an `at_end` signature: parsers/signatures.toml, form stdin_prompt).
-END_CODES = ("log_end",)
-
-
 @PLAYBOOK.detector(("events",))
 def detect_prompt_end(ctx: Context, th: dict) -> Detection | None:
     """A log whose last line is wandb's login menu (`wandb: (3) Don't visualize my results`, `wandb: Enter your
@@ -22,8 +20,8 @@ def detect_prompt_end(ctx: Context, th: dict) -> Detection | None:
     The prompt proves the wait, not that nobody answered: a person may have pasted it from a terminal before typing the
     choice, so low. A prompt followed by anything (`You chose …`, the timeout of newer versions, training) is no finding.
     """
-    stop = events(ctx, END_CODES).filter(field("form") == "stdin_prompt")
-    if stop.height == 0 or run_errored(ctx):
+    stop = quiet_end(ctx, "stdin_prompt")
+    if stop.height == 0:
         return None
     tool = stop.select(field("tool")).item(0, 0) or "a library"
     return detection(stop, f"the log stops at {tool}'s interactive prompt (" + str(stop.item(0, "message")).strip()[:100]

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import polars as pl
-from forensics.playbooks.evidence import detection, events
-from forensics.playbooks.fields import field
-from forensics.playbooks.operations.silent_hang import PLAYBOOK, run_errored
+from forensics.playbooks.evidence import detection
+from forensics.playbooks.operations.silent_hang import PLAYBOOK, quiet_end
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Detection, Severity
+
 
 # The log stops on `Starting training...`, `Restoring... Done.`, `Restoring parameters from <ckpt>`, or a trainer's last
 # line before its first batch (YOLOX's `init prefetcher, …`, mmcv's runner start; not tf.data's `Shuffle buffer
 # filled.`, which healthy runs end on too)
 # (`at_end` signatures: parsers/signatures.toml, form train_start), at most a few number-free lines from its end.
-END_CODES = ("log_end",)
-
-
 @PLAYBOOK.detector(("events", "metrics"))
 def detect_train_start_end(ctx: Context, th: dict) -> Detection | None:
     """A log that ends on a start-of-training announcement or a finished checkpoint restore, with no step or metric
@@ -27,8 +24,8 @@ def detect_train_start_end(ctx: Context, th: dict) -> Detection | None:
     Circumstantial: a paste may stop there, and a first step can take minutes (detectron2#767), so low. A log with any
     metric line has made progress (an end there is a later phase a paste cut), and an error means the run crashed.
     """
-    stop = events(ctx, END_CODES).filter(field("form") == "train_start")
-    if stop.height == 0 or run_errored(ctx):
+    stop = quiet_end(ctx, "train_start")
+    if stop.height == 0:
         return None
     files = stop.get_column("file").unique().to_list()
     progressed = (ctx.metric_lines().filter(pl.col("file").cast(pl.String).is_in(files))
