@@ -250,6 +250,9 @@ def _end_events(tails: pl.DataFrame | None, year: int, read_lines: set[int]) -> 
     two = tails.sort("line").with_columns(pl.col("text").str.replace(QUOTE_MARK, "").shift(1).over("_f").alias("prev"))
     last = split_prefixes(two.filter(pl.col("line") == pl.col("line").max().over("_f")).drop("_f"), year)
     ends = signatures.extract_at_end(_end_rows(two, year))
+    # An exception line whose multi-line message runs to the log's end ended the process as a last line does.
+    heads = tails_block.message_heads(split_prefixes(two.with_columns(pl.col("text").str.replace(QUOTE_MARK, "")), year))
+    last = pl.concat([last, heads.drop("_f")], how="diagonal_relaxed") if heads.height else last
     lone = [e for e in tails_block.lone_exceptions(last) if e["line"] not in read_lines]
     # A stack cut at both ends (no opener, no exception line), unless a block already ends on its last line.
     lone += [e for e in tails_block.cut_stacks(two) if e["end_line"] not in read_lines]

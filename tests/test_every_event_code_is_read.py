@@ -46,6 +46,8 @@ UNREAD = {
     "hf_hub_unreachable": "no route to the Hugging Face Hub and nothing cached: a setup failure before training, no playbook in PLAYBOOKS.md",
     "torch_compile_failed": "torch.compile backend crash (BackendCompilerFailed / InductorError): no playbook in PLAYBOOKS.md",
     "cuda_invalid_device": "a device index past the visible GPUs (more ranks per node than GPUs): a launch misconfiguration, no playbook in PLAYBOOKS.md; unclassified-failure reads it among the failure signals",
+    "dataloader_too_many_open_files": "the per-process open-file limit (EMFILE), neither host RAM nor /dev/shm: no playbook in PLAYBOOKS.md; unclassified-failure reads it among the failure signals",
+    "too_many_open_files": "the per-process open-file limit (EMFILE), neither host RAM nor /dev/shm: no playbook in PLAYBOOKS.md; unclassified-failure reads it among the failure signals",
     "job_failed_report": "a job runner says its task raised (Hydra, the W&B agent): the task's own error is read; alone, unclassified-failure reads it among the failure signals",
 }
 

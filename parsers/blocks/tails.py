@@ -28,6 +28,12 @@ _TAIL_RAISE = re.compile(r"^\s*raise [A-Za-z_][\w.]*(?:\(|$)")
 # `concurrent.futures.process.BrokenProcessPool: …`) counts too: two lowercase module parts before a CamelCase name
 # of two words or more and a colon, which a log line's `word: text` or a logger name does not make.
 _LAST_EXC = re.compile(r"^\s*(?:(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::|$)|(?:[a-z_][a-z0-9_]*\.){2,}[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+: \S)")
+# A row that continues an exception message printed over several lines: Python prints str(exc) whole after `Type: `,
+# so the lines of a multi-line message follow the exception line, indented or as a heading that ends in `:` (xformers'
+# dispatch report: `No operator found for `memory_efficient_attention_forward` with inputs:`, one indented row per
+# input, then `` `cutlassF-pt` is not supported because:`` over its indented reasons [OBS facebookresearch/xformers#1263,
+# sipie800/ComfyUI-PuLID-Flux-Enhanced#34]; omegaconf's `    full_key: …` / `    object_type=…` rows).
+_CONTINUATION = r"^\s+\S|:\s*$"
 # Lines a runner prints after the process's last output (an IDE's exit footer, Hydra's hint): not the log's last.
 FOOTER = r"^\s*(?:Process finished with exit code|Set the environment variable HYDRA_FULL_ERROR=1)"
 
@@ -127,6 +133,25 @@ def lone_exceptions(last: pl.DataFrame) -> list[dict]:
                                                              "exc_type": tm.group("type") if tm else None},
                          rank=r["rank"], ts=r["ts"]))
     return out
+
+
+def message_heads(rows: pl.DataFrame) -> pl.DataFrame:
+    """Each log's last exception line whose message runs on to the log's end over continuation rows (indented, or a
+    heading ending in `:`), when such rows follow it: that exception line is how the process ended, as a lone last
+    line is. `rows`: each log's tail rows (`_f`, `line`, `text` without Markdown quote marks, `prev`), prefix-split
+    (`msg`). A row that is neither (a progress line, a log record) after the exception line means the log went on."""
+    breaks = (~pl.col("text").str.contains(_CONTINUATION)).cast(pl.Int32)
+    later_breaks = (breaks.reverse().cum_sum().reverse() - breaks).over("_f")
+    after = (pl.len() - 1 - pl.int_range(pl.len())).over("_f")
+    # Python prints the exception line at the margin; an indented one is a row of some message, not its head.
+    head = pl.col("msg").str.contains(_LAST_EXC.pattern) & ~pl.col("msg").str.contains(r"^\s")
+    rows = rows.sort("line")
+    heads = rows.filter(head & (later_breaks == 0) & (after > 0))
+    heads = heads.filter(pl.col("line") == pl.col("line").max().over("_f"))
+    # The event's text is the whole message, its continuation rows with it (what the lexicon and the reader weigh).
+    block = (rows.join(heads.select("_f", pl.col("line").alias("_h")), on="_f").filter(pl.col("line") >= pl.col("_h"))
+             .group_by("_f").agg(pl.col("text").str.join("\n").alias("_block")))
+    return heads.join(block, on="_f").with_columns(pl.col("_block").alias("text")).drop("_block")
 
 
 def _raises_this(raise_line: str, msg: str) -> bool:

@@ -36,7 +36,7 @@ PLAYBOOK = declare(
         explains=("nccl-timeout", "device-assert"),
         codes=("cuda_arch_incompatible", "cuda_driver_insufficient", "cuda_driver_too_old", "cuda_init_failed",
                "cuda_library_not_found", "cuda_no_device", "cudnn_version_mismatch", "no_kernel_image", "no_nvidia_driver",
-               "nvml_driver_mismatch"),
+               "nvml_driver_mismatch", "paddle_external_fault", "shell_signal_exit"),
         causes=(
             Cause("driver_too_old", "The NVIDIA driver is older than the CUDA runtime the wheel was built for",
                   verify="nvidia-smi (driver / max CUDA version) vs python -c 'import torch; print(torch.version.cuda)'",
@@ -61,6 +61,13 @@ PLAYBOOK = declare(
                   verify="python -m bitsandbytes; find / -name 'libcudart.so*' 2>/dev/null; echo $LD_LIBRARY_PATH",
                   fix="Add the folder of libcudart.so (the CUDA toolkit's lib64, or site-packages/nvidia/cuda_runtime/lib) to "
                       "LD_LIBRARY_PATH, or install the library's build for the installed CUDA", prior=0.2),
+            Cause("framework_build_mismatch", "The framework's GPU build does not match the CUDA/cuDNN of the environment, or "
+                                              "another native library it loaded crashed (a segmentation fault outside the "
+                                              "framework's own code)",
+                  verify="python -c 'import paddle; paddle.utils.run_check()'; compare paddle.version.cuda() and "
+                         "paddle.version.cudnn() with nvidia-smi and the installed cuDNN",
+                  fix="Install the paddlepaddle-gpu wheel built for the installed CUDA (its cuXXX package index), or the "
+                      "CUDA/cuDNN the wheel was built for", prior=0.15),
             Cause("nccl_mismatch", "Different NCCL/CUDA versions across nodes or against the system library",
                   verify="NCCL_DEBUG=VERSION on every node; python -m torch.utils.collect_env",
                   fix="Use one container image on all nodes; don't LD_PRELOAD a different libnccl", prior=0.15),
@@ -75,7 +82,9 @@ execution on the device`, `… with CUDA capability sm_XX is not compatible with
 installation`, flash-attn's `FlashAttention only supports Ampere GPUs or newer` (a V100 or T4), TensorFlow's `Loaded runtime
 CuDNN library: X but source was compiled with Y`, bitsandbytes' `CUDA Setup failed despite GPU being available` (it cannot
 load libcudart), NCCL version mismatches, `No CUDA GPUs are available` (torch found no device it may use:
-usually `CUDA_VISIBLE_DEVICES` names an index this machine or job does not have).
+usually `CUDA_VISIBLE_DEVICES` names an index this machine or job does not have), PaddlePaddle's fatal-signal block for a
+`Segmentation fault` whose traceback section reads `No stack trace in paddle, may be caused by external reasons` (no
+frame was Paddle's: a native library of the environment crashed, most often a paddlepaddle-gpu build for another CUDA).
 
 ## Why it matters
 Nothing in the training code is wrong; the environment is. The run fails at its first CUDA call, or
@@ -86,7 +95,8 @@ worse, one node of many differs.
 ranks `no_visible_gpu` first: the driver answered, the process was shown no GPU).
 
 ## Known false positives
-None known for the error forms. The sm_XX compatibility text and the `UserWarning: CUDA initialization: …`
+None known for the error forms. Paddle's `No stack trace in paddle` segmentation fault proves only that the fault lay
+outside Paddle: `medium`, confidence 0.4 (another native library, cv2 or a data loader's, may be the one that crashed). The sm_XX compatibility text and the `UserWarning: CUDA initialization: …`
 forms are warnings (torch goes on without the GPU): `medium` when no error follows, and `info` when the
 warning only says no NVIDIA driver was found (a CPU-only machine running a CUDA build).
 """,

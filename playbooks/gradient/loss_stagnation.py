@@ -28,7 +28,8 @@ PLAYBOOK = declare(
         tables=("metrics",),
         explains=(),
         # Read beside a loss of exactly 0 (loss_stagnation_masked): samples whose labels a collator masked whole.
-        codes=("completion_template_not_found",),
+        # Read alone: a library's check that every label is masked (loss_stagnation_masked).
+        codes=("all_labels_masked", "completion_template_not_found"),
         causes=(
             Cause("lr_zero", "The learning rate is zero (or tiny), or never warmed up", verify="Plot the logged LR; check learning_rate / warmup in the config",
                   fix="Set a non-zero LR; check the warmup and scheduler", prior=0.3, playbook="lr-schedule-anomaly"),
@@ -72,7 +73,9 @@ PLAYBOOK = declare(
 Over the last half of the logged points the loss is flat (least-squares trend changes it by less
 than 5%, or by less than two standard errors of that change for a noisy loss, up to 20%) and either it never learned (the flat level is not 10% below the starting level) or it sits
 at ln(V) of a common vocabulary size (within 0.05 nats): the entropy of a uniform prediction,
-≈12.45 for 256,000 tokens, ≈10.37 for 32,000. The implied vocabulary size is reported.
+≈12.45 for 256,000 tokens, ≈10.37 for 32,000. The implied vocabulary size is reported. A fine-tuning
+library's own check that every label is the ignore index -100 (Unsloth's `All labels in your dataset are -100.
+Training losses will be all 0.`, raised before the first step) is the same failure announced: nothing to learn from.
 
 ## Why it matters
 The job runs, logs and checkpoints normally while learning nothing.

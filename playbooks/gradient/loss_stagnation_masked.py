@@ -1,4 +1,4 @@
-"""loss-stagnation from a completion-only collator that masked whole samples, beside a loss read as exactly 0."""
+"""loss-stagnation from labels masked whole: a collator's per-sample warnings beside a zero loss, a library's refusal to train."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ from forensics.contracts.model import Detection, Severity
 # ignore index and says so (`This instance will be ignored in loss calculation`): that sample teaches nothing. When
 # no sample of a batch keeps a label, the cross-entropy over zero targets is logged as 0.
 MASKED_CODES = ("completion_template_not_found",)
+# A fine-tuning library that checks the labels before training and stops when every one is the ignore index
+# (Unsloth's `All labels in your dataset are -100. Training losses will be all 0.`): the library itself counted them.
+ALL_MASKED_CODES = ("all_labels_masked",)
 
 
 # Read from the metrics side: the finding needs a loss, and a run without metrics keeps loss-stagnation skipped.
@@ -39,3 +42,16 @@ def detect_masked_samples(ctx: Context, th: dict) -> Detection | None:
     # The zero-loss lines prove the damage: quoted right after the first warning, before its repeats.
     found.evidence = found.evidence[:1] + M.quote_ends(zero) + found.evidence[1:]
     return found
+
+
+@PLAYBOOK.detector(("events",))
+def detect_all_labels_masked(ctx: Context, th: dict) -> Detection | None:
+    """A library's pre-training check found every label masked (-100) and stopped: the loss would be 0 from the first step,
+    nothing to learn from. The check counted the labels itself, so no loss needs to be logged (unslothai/unsloth#2117,
+    #2364, #2900: train_on_responses_only's instruction/response markers not found in the tokenized chat template)."""
+    ev = events(ctx, ALL_MASKED_CODES)
+    if ev.height == 0:
+        return None
+    return detection(ev, f"every training label is masked (-100), so the loss would be 0 at every step and the library "
+                         f"stopped before training: {first_message(ev)}",
+                     {"labels_masked": 1.0}, confidence=0.9, severity=Severity.HIGH)

@@ -22,8 +22,12 @@ SHM_CODES = ("dataloader_worker_bus_error", "nccl_shm_attach_failed")
 # or the TH-era write failure: /dev/shm is full; EMFILE (24): the open-file limit (every tensor a
 # worker shares under the default file_descriptor strategy holds an fd); ENOMEM (12) on mmap: host
 # memory or the process's memory-map limit, not the size of /dev/shm.
+# The open-file limit counts here only as a shared-memory segment torch could not open (ML-GSAI/SMDM#3). The loader's
+# own `Too many open files. Communication with the workers is no longer possible`, `received 0 items of ancdata` and a
+# plain `OSError: [Errno 24] Too many open files` name the per-process descriptor limit, neither host RAM nor /dev/shm
+# (PLAYBOOKS.md: "host RAM or shared memory exhausted"): no playbook claims them and unclassified-failure quotes them
+# (yzhangcs/NeuralRecon#91: `ulimit -n` or the file_system sharing strategy, nothing about memory).
 SEGMENT_CODES = ("shared_memory_error",)
-FD_CODES = ("dataloader_too_many_open_files", "too_many_open_files")
 # ENOSPC where nothing is written to disk: POSIX semaphores (multiprocessing's SemLock, which every Queue and Lock of a
 # DataLoader's workers creates) and SharedMemory segments live in /dev/shm, so `[Errno 28] No space left on device`
 # under those frames is a full /dev/shm (a container's 64 MB default; cpython#93253 reproduces it with
@@ -71,10 +75,10 @@ PLAYBOOK = declare(
         severity=Severity.CRITICAL,
         tables=("events",),
         explains=("nccl-timeout", "silent-hang", "rank-straggler"),
-        codes=("cpu_alloc_failed", "cuda_fork_reinit", "cuda_oom", "dataloader_too_many_open_files", "dataloader_worker_bus_error",
+        codes=("cpu_alloc_failed", "cuda_fork_reinit", "cuda_oom", "dataloader_worker_bus_error",
                "dataloader_worker_exception", "dataloader_worker_exited", "dataloader_worker_fault", "dataloader_worker_killed", "deepspeed_launcher_exit", "host_oom_killed",
                "nccl_shm_attach_failed", "preemption_exit", "shared_memory_error", "slurm_job_cancelled",
-               "slurm_oom_kill", "slurm_task_failed", "spawn_process_exited", "too_many_open_files",
+               "slurm_oom_kill", "slurm_task_failed", "spawn_process_exited",
                "torchrun_child_failed", "torchrun_child_failed_report", "torchrun_death_signal",
                "torchrun_worker_signal", "process_killed", "shell_signal_exit", "no_space_left"),
         causes=(
@@ -87,8 +91,8 @@ PLAYBOOK = declare(
             Cause("dataset_in_each_worker", "The dataset is held in Python objects copied into every worker (copy-on-read of refcounts)",
                   verify="RSS of each worker grows with the dataset size",
                   fix="Store samples in numpy arrays / memory-mapped files instead of Python lists of objects", prior=0.3),
-            Cause("fd_limit", "The open-file limit ran out: under the default file_descriptor sharing strategy every tensor a "
-                              "DataLoader worker sends holds a file descriptor (EMFILE, errno 24)",
+            Cause("fd_limit", "The open-file limit ran out opening a shared-memory segment: under the default file_descriptor "
+                              "sharing strategy every tensor a DataLoader worker sends holds a file descriptor (EMFILE, errno 24)",
                   verify="ulimit -n; ls /proc/<pid>/fd | wc -l while the loader runs",
                   fix="ulimit -n 65536 (or higher), or torch.multiprocessing.set_sharing_strategy('file_system'); "
                       "return fewer, larger tensors per sample", prior=0.3),
@@ -106,8 +110,8 @@ worker was killed by a signal (`Killed` is SIGKILL, usually the OOM killer; `Bus
 usually an exhausted `/dev/shm`), torch cannot write, open or map a `</torch_…>` shared-memory segment,
 multiprocessing cannot create a semaphore or shared-memory segment (`OSError: [Errno 28] No space left on device`
 under `SemLock` / `synchronize.py` / DataLoader worker start-up frames, or naming `/dev/shm`: /dev/shm is full, no
-disk is), the open-file limit runs out while workers pass tensors (`Too many open files`, `received 0 items of
-ancdata`), srun reports a task ended by `Out Of Memory` (the cgroup OOM killer) or `Bus error`, Kubernetes
+disk is), the open-file limit runs out while torch opens a worker's shared-memory segment (`unable to open shared
+memory object </torch_…> in read-write mode: Too many open files (24)`), srun reports a task ended by `Out Of Memory` (the cgroup OOM killer) or `Bus error`, Kubernetes
 reports the container `OOMKilled`, Ray's memory monitor kills a worker (`ray.exceptions.OutOfMemoryError: Task was
 killed due to the node running low on memory`, `Memory on the node … exceeds the memory usage threshold`, and the
 `ray-oom-prevention` advice it prints only with a kill), or any process ends by SIGBUS (a launcher's `Signal 7 (SIGBUS)`, UCX's
@@ -137,7 +141,10 @@ signal), the SIGKILLs that follow are its own and nothing is reported; so are sr
 after another task's failure was reported (`--kill-on-bad-exit`). A bare `DataLoader worker (pid(s) N) exited
 unexpectedly` with nothing else about the worker's end gives a `medium` finding of low confidence (host RAM or
 /dev/shm is the usual answer, not proven); a line naming another end (the worker's own exception, `with exit
-code N`, a segfault or another signal, CUDA re-initialised in a forked worker) leaves it to that cause.
+code N`, a segfault or another signal, CUDA re-initialised in a forked worker) leaves it to that cause. The
+DataLoader's `Too many open files. Communication with the workers is no longer possible`, `received 0 items of
+ancdata` and `OSError: [Errno 24] Too many open files` are the per-process open-file limit, not memory: not this
+playbook's (unclassified-failure quotes them).
 """,
     )
 )
@@ -149,7 +156,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     slurm = events(ctx, SLURM_TASK)
     kernel = combine(events(ctx, KERNEL_OOM_CODES + CPU_ALLOC_CODES), _host_tensor_oom(ctx), _status(slurm, "Out Of Memory"))
     segments = events(ctx, SEGMENT_CODES)
-    fd = combine(events(ctx, FD_CODES), _matching(segments, FD_TEXT))
+    fd = _matching(segments, FD_TEXT)
     mmap = _matching(segments, MMAP_TEXT)
     shm_segments = segments.join(combine(fd, mmap).select("file", "line"), on=["file", "line"], how="anti") if segments.height else segments
     shm = combine(events(ctx, SHM_CODES), events(ctx, WORKER_CODES, text=r"Bus error|shared memory|shm"), shm_segments,

@@ -17,6 +17,8 @@ WEIGHTS_ONLY_CODES = ("checkpoint_weights_only",)
 # `Error(s) in loading state_dict for X:` with its first mismatch (size mismatch / missing / unexpected key), or its
 # `size mismatch for …` lines pasted without it (parsers/followups.py drops those under a header).
 MISMATCH_CODES = ("state_dict_mismatch",)
+# Optimizer.load_state_dict's check of the saved param_groups (form `optimizer`): the optimizer state, not the weights.
+OPTIMIZER_FORM = "optimizer"
 # sentencepiece could not parse the tokenizer model: the file is no model (a Git LFS pointer, a partial download).
 NOT_A_MODEL = "sentencepiece"
 SAVE_CODES = ("checkpoint_write_failed", "checkpoint_permission_denied")
@@ -55,6 +57,13 @@ PLAYBOOK = declare(
                          "list(model.state_dict())[:5]",
                   fix="Build the model with the checkpoint's config; strip or add the key prefix; "
                       "load_state_dict(strict=False) only for heads you mean to re-initialise", prior=0.3),
+            Cause("optimizer_mismatch", "The optimizer state in the checkpoint was saved for another set of trainable parameters "
+                  "(layers frozen or unfrozen since, another fine-tuning stage, a model whose code changed): its parameter "
+                  "groups do not match the optimizer built now",
+                  verify="Compare [len(g['params']) for g in checkpoint['optimizer']['param_groups']] with the same list of "
+                         "optimizer.param_groups; check which layers the resumed run trains",
+                  fix="Resume with the trainable-parameter setup the checkpoint was saved with, or load only the model weights "
+                      "and start the optimizer afresh (a fine-tune, not a resume)", prior=0.2),
             Cause("not_a_model_file", "The file loaded is not the model file it is named after: a Git LFS pointer (the "
                   "repository was cloned without git-lfs) or a partial download",
                   verify="ls -l the file (an LFS pointer is ~130 bytes: `head -c 200 tokenizer.model` shows "
@@ -80,7 +89,9 @@ legacy archive cut short (`unexpected EOF, expected N more bytes. The file might
 unpickling EOF on load (`EOFError: Ran out of input` under torch.load's frames), `Weights only load failed` (torch.load's safe unpickler, the default since
 PyTorch 2.6, refusing an object of the checkpoint), or `Error(s) in loading state_dict for X:` with its first `size mismatch for …`
 / `Missing key(s)` / `Unexpected key(s)` line (the checkpoint is whole but belongs to another model), or those
-`size mismatch for …` lines pasted without their header; sentencepiece failing to parse its model
+`size mismatch for …` lines pasted without their header; `Optimizer.load_state_dict` refusing the saved parameter
+groups on resume (`loaded state dict contains a parameter group that doesn't match the size of optimizer's group`,
+`… has a different number of parameter groups`: the optimizer state belongs to another set of trainable parameters); sentencepiece failing to parse its model
 (`[model_proto->ParseFromArray(…)]`: the tokenizer file is a Git LFS pointer or a partial download).
 
 ## Why it matters
@@ -133,7 +144,11 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if weights_only.height:
         # The archive is whole; the unpickler refused a global it does not allow.
         causes["weights_only_default"] = 1.0
-    if mismatch.height:
+    optimizer = mismatch.filter(field("form").fill_null("") == OPTIMIZER_FORM) if mismatch.height else mismatch
+    if optimizer.height:
+        # The archive was read whole; the optimizer state in it was built over other parameters.
+        causes["optimizer_mismatch"] = 1.0
+    if mismatch.height > optimizer.height:
         # The archive was read whole; its tensors do not fit the model built here.
         causes["model_mismatch"] = 1.0
     row = ev.row(0, named=True)
