@@ -33,6 +33,11 @@ MEMORY = r"\(after (?P<mit>\d+) iterations\) memory \(MB\)"
 # Timer rows: `    forward-backward ...............: (1234.56, 1240.01)` or `...: 1234.56` (--timing-log-option max).
 TIMER = r"^\s*(?P<tname>[\w.-][\w .-]*?) \.{3,}: (?:\((?P<tmin>[\d.]+), (?P<tmax>[\d.]+)\)|(?P<tone>[\d.]+))\s*$"
 MATCH = "|".join([TRAIN, VALID, MEMORY, TIMER])
+# Megatron-LM before its 2020 rewrite (pretrain_gpt2.py / pretrain_bert.py, and the THUDM forks built on it: CPM,
+# Chinese-Transformer-XL, GLM) printed most fields with no colon: ` iteration      400/    3000 | elapsed time per
+# iteration (ms): 12879.0 | learning rate 6.300E-06 | lm loss 6.758929E+00 | loss scale 64.0 |` (`lm loss NAN` when the
+# interval's average is NaN, as `{:.6E}` prints it). An item without `:` is read as words, a space, then one number.
+BARE_ITEM = rf"^\s*(?P<key>[A-Za-z][A-Za-z ]*[A-Za-z])\s+(?P<val>{NUM})\s*$"
 
 NAMES = {
     "lm_loss": "loss",
@@ -63,6 +68,10 @@ def _train(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     step = pl.col("msg").str.extract(r"\biteration\s+(\d+)/", 1).cast(pl.Int64, strict=False)
     # Fields are ` key: value |`: split on the literal separators (the first item is `[ts] iteration N/M`).
     kv = split_pairs(df.with_columns(step.alias("step")), pl.col("msg"), "|", ":")
+    bare = _bare_items(df.with_columns(step.alias("step")))
+    if bare.height:
+        kv = pl.concat([kv.with_columns(pl.lit(0).alias("_bare")), bare.select(kv.columns).with_columns(pl.lit(1).alias("_bare"))])
+        kv = kv.sort("_i", "_bare", maintain_order=True).drop("_bare")
     name = canonical_of(kv, "key", NAMES)
     value = num(pl.col("val"))
     fields = kv.filter(pl.col("key") != "global_step").select(
@@ -91,6 +100,16 @@ def _train(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     # NeMo 2 reprints the last `val_loss` on every training line: one validation gives one row.
     rows = drop_repeats(shape(rows, "megatron"), df, ["eval_loss"], state, "nemo_val")
     return pl.concat([rows, shape(absent, "megatron_loss_absent")])
+
+
+def _bare_items(df: pl.DataFrame) -> pl.DataFrame:
+    """The colon-less `name value` items of old Megatron-LM lines (`lm loss 6.758929E+00`), as `key`/`val` rows."""
+    items = df.with_columns(pl.col("msg").str.split("|").alias("_kv")).explode("_kv")
+    items = items.filter(~pl.col("_kv").str.contains(":", literal=True))
+    if items.height == 0:
+        return items
+    g = items.with_columns(pl.col("_kv").str.extract_groups(BARE_ITEM).alias("_g")).unnest("_g").drop("_kv")
+    return g.filter(pl.col("val").is_not_null())
 
 
 def _valid(df: pl.DataFrame) -> pl.DataFrame:

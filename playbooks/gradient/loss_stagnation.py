@@ -59,6 +59,9 @@ PLAYBOOK = declare(
             "chance_min_points_loss_only": Threshold(5, "logged points needed when no accuracy is logged (the loss alone at ln(K) from the first point)", "ours"),
             "chance_late_step": Threshold(2000, "first judged step from which fewer points (chance_min_points) suffice for a loss alone at ln(K): past the start, where a healthy run sits at chance", "ours; as topk_min_steps (BVLC/caffe#59: ImageNet at 6.907 = ln(1000) at iteration 78000)"),
             "chance_late_tol": Threshold(0.005, "relative distance of every point of the loss from ln(K) for the few-points late rule (tighter than chance_tol)", "ours"),
+            "chance_late_epoch": Threshold(10, "epoch from which a loss alone at ln(K) is judged late (as chance_late_step, for logs that print an epoch but no global step)", "ours; a healthy run leaves chance within its first epochs (facebookresearch/swav#12: SwAV's loss falls from ln(3000) within the first epochs)"),
+            "chance_round_epochs": Threshold(3, "distinct epochs the last points at ln(K) of a round head size must span to count as late when no step or epoch says so", "ours; lightly-ai/lightly#1521 (ln 512 to five digits over epochs 2-5)"),
+            "chance_round_tol": Threshold(0.0002, "relative distance of every point from ln(K) when K is not a common class count but the round count (d x 10^n or 2^n) the loss itself implies: the level coincides with a configured head size only when it holds to the printed digits", "ours; facebookresearch/swav#12 (8.0065-8.0068 = ln 3000 over an epoch)"),
             "late_slice_share": Threshold(0.25, "logged span over the last logged step below which the series is a late slice of a run (its first point no start of training)", "ours"),
             "exact_min_points": Threshold(5, "last logged points at which the loss and the accuracy both repeat exactly as printed (no weight changed)", "ours; keras-team/keras#4784 (13 epochs identical to 4 decimals)"),
             "exact_acc_ceiling": Threshold(0.99, "accuracy at or above which an exactly repeating record is a memorised training set, not a stuck one", "ours"),
@@ -101,7 +104,11 @@ uniform guess), top-1 at most 11%, not rising, over points that span two epochs 
 run sits at chance only in its first few hundred batches).
 A loss alone at ln(K) of a common class count (2, 10, 100, 1000) is judged from 5 points, at ln(K) from the first;
 from 3 points, every one within 0.5% of ln(K), when the first of them is past step 2,000 (a healthy run leaves chance within its
-first thousand batches; BVLC/caffe#59: ImageNet's loss at 6.907 = ln(1000) at iteration 78,000). A run that logs only
+first thousand batches; BVLC/caffe#59: ImageNet's loss at 6.907 = ln(1000) at iteration 78,000), or past epoch 10 in a
+log that prints epochs but no step. A loss alone at ln(K) of another round count (d x 10^n or 2^n: the head sizes people
+configure, SwAV's 3000 prototypes, lightly's 512) is judged only when its last 5+ points all sit within 0.02% of ln(K)
+(no batch moves a uniform guess's loss) and they are late: past step 2,000 or epoch 10, or spanning 3+ epochs
+(facebookresearch/swav#12: 8.0066 = ln(3000) at epoch 163). A run that logs only
 an accuracy, identical as printed at 5+ evaluations from the first, has not changed its predictions since it started
 (ml-explore/mlx#188: `Test accuracy 0.113` every epoch, the share of one MNIST digit).
 A late slice of a run (the logged steps span less than a quarter of the last step, a paste

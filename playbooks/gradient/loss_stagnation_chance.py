@@ -79,7 +79,7 @@ def _at_chance(ctx: Context, name: str, acc_name: str | None, err_name: str | No
     ranks = s.get_column("rank").drop_nulls()
     if ranks.len():
         s = s.filter(pl.col("rank") == ranks.min())
-    s = s.sort("step")
+    s = s.sort("step", "file", "line", nulls_last=True)
     n = s.height
     if n < th["chance_min_points"]:
         return None
@@ -96,6 +96,12 @@ def _at_chance(ctx: Context, name: str, acc_name: str | None, err_name: str | No
     k = ks[0]
     ln_k = math.log(k)
     tol = th["chance_tol"] * ln_k
+    # With no accuracy, a level far from every common class count may still be ln(K) of the head the run configured
+    # (3000 SwAV prototypes, 4096 codes): only a round count, held to the printed digits, late in the run (below).
+    round_k = _round_count(level, th["chance_round_tol"]) if acc is None and implied_k and abs(level - ln_k) > tol else None
+    if round_k is not None:
+        k, ln_k = round_k, math.log(round_k)
+        tol = th["chance_round_tol"] * ln_k
     if abs(level - ln_k) > tol or float(v.min()) < ln_k - 3 * tol:
         return None
     # Still falling through ln(K) within the judged points (a model learning passes that level on its way down,
@@ -106,14 +112,22 @@ def _at_chance(ctx: Context, name: str, acc_name: str | None, err_name: str | No
         if abs(acc - 1 / k) > th["chance_acc_tol"] / k:
             return None
         why = f"accuracy {acc:.3g} ≈ 1/{k}"
+    elif round_k is not None:
+        # A round count the level implies: the last points on ln(K) to the printed digits (no batch moves a uniform
+        # guess's loss), and late, past where a healthy run's first iterations sit near the entropy of its initial outputs.
+        tail = s.tail(max(int(th["chance_min_points_loss_only"]), n // 2))
+        spread = float((tail.get_column("value") - ln_k).abs().max())
+        if tail.height < th["chance_min_points_loss_only"] or spread > tol or not _late(ctx, tail, th, epochs=True):
+            return None
+        why = f"the last {tail.height} points all there, late in the run"
     else:
         every = s.get_column("value")
         # With no accuracy: more points, and at ln(K) from the first point on; or, past the steps in which a healthy
         # run leaves chance, fewer points held tighter to ln(K) (a paste of a few late iterations).
         # Every point in the tight band: a model at a uniform guess prints the same loss to three or four digits, while a
         # healthy late loss that happens to sit near ln(K) moves by more than the band between logged points.
-        late = (int(s.item(0, "step") or 0) >= th["chance_late_step"]
-                and float((every - ln_k).abs().max()) <= th["chance_late_tol"] * ln_k)
+        spread = float((every - ln_k).abs().max())
+        late = _late(ctx, s, th) and spread <= th["chance_late_tol"] * ln_k
         if n < th["chance_min_points_loss_only"] and not late:
             return None
         if abs(float(every.quantile(0.25)) - ln_k) > tol or float(every.min()) < ln_k - 3 * tol:
@@ -131,7 +145,8 @@ def _at_chance(ctx: Context, name: str, acc_name: str | None, err_name: str | No
         lr_max = float(lr_s.get_column("value").max())
     causes = {"lr_zero": 1.0, "weights_frozen": 0.1} if lr_max is not None and lr_max <= 1e-8 else \
         {"weights_frozen": 0.5, "vanishing_gradient": 0.4, "labels_masked": 0.4, "clipped_updates": 0.2}
-    summary = (f"{name} at {M.fmt(level)} ≈ ln({k}) = {ln_k:.4g}, the loss of a uniform guess over {k} classes, "
+    over = f"{k} classes" if round_k is None else f"{k} outputs (a round head size: every judged point within {spread / ln_k:.1e} of it)"
+    summary = (f"{name} at {M.fmt(level)} ≈ ln({k}) = {ln_k:.4g}, the loss of a uniform guess over {over}, "
                f"over the last {judged.height} of {n} logged points; {why}")
     return Detection(
         summary=summary,
@@ -142,6 +157,32 @@ def _at_chance(ctx: Context, name: str, acc_name: str | None, err_name: str | No
         confidence=0.85,
         facts={"level": level, "classes": k, "ln_classes": ln_k, "accuracy": acc, "points": n, "series": name},
     )
+
+
+def _round_count(level: float, rel_tol: float) -> int | None:
+    """The round count K (one significant digit, d x 10^n, or a power of two) whose ln is within `rel_tol` of `level`:
+    the sizes people give a classifier or prototype head. Any level is ln of some number; only these are configured."""
+    if level <= math.log(2):
+        return None
+    mag = 10 ** math.floor(level / math.log(10))
+    cands = [d * mag * f for d in range(1, 10) for f in (1, 10)] + [2 ** round(level / math.log(2))]
+    k = min(cands, key=lambda c: abs(math.log(c) - level))
+    return int(k) if abs(math.log(k) - level) <= rel_tol * level else None
+
+
+def _late(ctx: Context, s: pl.DataFrame, th: dict, epochs: bool = False) -> bool:
+    """The series starts past where a healthy run has left chance: at step `chance_late_step`, or (a log that prints
+    epochs but no global step, SwAV's `Epoch: [163][50]`) at epoch `chance_late_epoch`; with `epochs`, also when its
+    points span `chance_round_epochs` epochs (per-epoch averages, lightly's `epoch: 03, loss: 6.23837`)."""
+    if int(s.item(0, "step") or 0) >= th["chance_late_step"]:
+        return True
+    ep = M.series(ctx, ("epoch",), finite=True).join(s.select("file", "line"), on=["file", "line"], how="semi")
+    if ep.height == 0:
+        return False
+    first = ep.join(s.head(1).select("file", "line"), on=["file", "line"], how="semi")
+    if first.height and float(first.item(0, "value")) >= th["chance_late_epoch"]:
+        return True
+    return epochs and ep.get_column("value").n_unique() >= th["chance_round_epochs"]
 
 
 def _accuracy(ctx: Context, acc_name: str | None, err_name: str | None, judged: pl.DataFrame) -> float | None:

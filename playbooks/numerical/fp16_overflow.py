@@ -52,7 +52,8 @@ within 50 logged points and ends them at least 16x lower than before, or falls t
 is below it (even a single logged value, such as fairseq's `loss_scale 0.000`), or overflows there at least 5 times; or a skipped-steps counter rises on at
 least 5 and 20% of 50 logged points; DeepSpeed/apex/fairseq/Colossal-AI overflow
 messages in the same numbers, or `Minimum loss scale reached`, or a trainer that gives up on overflow itself
-(GPT-NeoX's `Skipped 50 iterations in a row due to Overflow - Exiting training.`).
+(GPT-NeoX's `Skipped 50 iterations in a row due to Overflow - Exiting training.`, icefall's `grad_scale is too small,
+exiting: 2.3e-10`), or icefall's warning `Grad scale is small: 1.29e-26` (printed below 0.01: the scale under the floor).
 
 ## Why it matters
 Every overflow skips an optimizer step; a collapsing scale means the model no longer trains and

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 from forensics.playbooks import metric_series as M
 from forensics.playbooks.base import Playbook, Threshold, declare
-from forensics.playbooks.evidence import combine, events
+from forensics.playbooks.evidence import combine, events, within
 
 from forensics.contracts.context import Context, event_count, evidence_rows, onset_of
 from forensics.contracts.model import Cause, Detection, Onset, Severity
@@ -18,6 +18,15 @@ RERUN_CODES = ("megatron_unexpected_result",)
 RERUN_NONFINITE = r"Unexpected result -?(?:nan|inf)\b"
 # tensorboardX / torch.utils.tensorboard warn when a logged scalar is NaN/Inf, without naming the scalar.
 LOGGED_CODES = ("nonfinite_logged_value",)
+# scikit-learn's finiteness check (`Input contains NaN, infinity or a value too large for dtype('float32').`) is a NaN
+# output of the model only where a metric is being computed from the outputs: sklearn.metrics frames, a metric function
+# in the traceback, or the line saying so (slideflow's `Error encountered when generating AUC: …`). The same error from
+# an estimator's fit, or about the labels (`Input y_true contains NaN.`), is the data's (near miss gcForest#22).
+METRIC_INPUT_CODES = ("nonfinite_metric_input",)
+METRIC_CONTEXT = (r"sklearn[/\\.]metrics\b|\b(?:roc_auc_score|roc_curve|average_precision_score|precision_recall_curve|"
+                  r"f1_score|accuracy_score|log_loss|r2_score|mean_squared_error|mean_absolute_error|matthews_corrcoef)\b|"
+                  r"(?i:\b(?:generat|comput|calculat|evaluat)(?:e|es|ed|ing) (?:the |an? )?(?:AUC|AUROC|AUPRC|ROC|F1|metrics?)\b)")
+LABEL_INPUTS = ("X", "y", "y_true")
 # The evaluation loss of the whole objective (`val_loss`, `test val_loss` -> test_loss, `eval_loss`): read only when every
 # one is non-finite. Not an evaluation of one part (a GAN's `val_g_loss`), which may be undefined on held-out data.
 EVAL_LOSS = r"^(?:eval|val|valid|validation|test|dev)_loss$"
@@ -37,7 +46,8 @@ PLAYBOOK = declare(
         tables=("metrics", "events"),
         explains=(),
         codes=("anomaly_nan", "fp16_overflow", "loss_scale_min_reached", "megatron_nan_check",
-               "megatron_unexpected_result", "nan_loss_message", "nonfinite_logged_value", "nonfinite_metric_stop"),
+               "megatron_unexpected_result", "nan_loss_message", "nonfinite_logged_value", "nonfinite_metric_stop",
+               "nonfinite_metric_input"),
         causes=(
             Cause("bad_batch", "A batch with NaN/Inf (or out-of-range) inputs: the loss turns NaN at once, with no build-up",
                   verify="Dump the batch of the onset step: torch.isfinite(x).all(), label ranges",
@@ -82,7 +92,9 @@ built up decide the fix.
 `metrics` (`loss` in every framework spelling, `grad_norm`, `loss_scale`, Megatron
 `nan_iterations`/`skipped_steps`) and `events` (`nan_loss_message`, `megatron_nan_check`,
 `nonfinite_metric_stop`, `anomaly_nan`, Megatron's rerun-state-machine `Unexpected result nan/inf`,
-`fp16_overflow`; TensorBoard's `NaN or Inf found in input tensor.`, quoted with a NaN loss and on its
+`fp16_overflow`, GluonTS's `Got NaN in first epoch`, scikit-learn's `Input contains NaN…` raised inside a metric computation
+(sklearn.metrics frames, a metric function, or a line saying it was computing a metric: the model's outputs were NaN;
+the same error from an estimator's fit or about `y_true` is the data's, not read); TensorBoard's `NaN or Inf found in input tensor.`, quoted with a NaN loss and on its
 own only an `info` note of low confidence when no loss is logged: a logger's warning is no loss value). The causes are told apart by the window
 before the onset: a flat loss and grad norm mean a bad batch (or log of zero), a rise of 3x or more
 means divergence, overflow messages or a falling loss scale mean fp16 overflow.
@@ -130,7 +142,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         hit = _dropped_to_zero(ctx, whole, th)
         how = "zeroed"
     # The rerun wrapper's row first: on a line both match, it carries the rank and iteration.
-    ev = combine(events(ctx, RERUN_CODES, text=RERUN_NONFINITE), events(ctx, NAN_CODES))
+    ev = combine(events(ctx, RERUN_CODES, text=RERUN_NONFINITE), events(ctx, NAN_CODES), _metric_inputs(ctx))
     logged = events(ctx, LOGGED_CODES)
     if hit is None and ev.height == 0:
         return (_from_logged(logged, loss, points) if logged.height else None) or _eval_nan(ctx, th)
@@ -309,10 +321,27 @@ def _from_logged(logged: pl.DataFrame, loss: pl.DataFrame, points: int) -> Detec
     )
 
 
+def _metric_inputs(ctx: Context) -> pl.DataFrame:
+    """scikit-learn's non-finite input errors raised while a metric was computed from the model's outputs (not about
+    the labels or an estimator's training data)."""
+    ev = within(ctx, events(ctx, METRIC_INPUT_CODES), METRIC_CONTEXT)
+    if ev.height == 0:
+        return ev
+    named = pl.col("message").str.extract(r"\bInput ([A-Za-z_]\w*) contains ", 1)
+    return ev.filter(~named.is_in(LABEL_INPUTS).fill_null(False))
+
+
 def _from_events(ev: pl.DataFrame, th: dict) -> Detection:
     first = ev.row(0, named=True)
+    text = str(first.get('message') or first.get('text'))[:160]
+    if first.get("code") in METRIC_INPUT_CODES:
+        # Only the metric's error is printed: the predictions were NaN/Inf, the loss that produced them was too.
+        return Detection(
+            summary=f"a metric computed from the model's outputs found NaN/Inf in them (the model diverged or a batch was bad): {text}",
+            onset=onset_of(ev), evidence=evidence_rows(ev), evidence_count=event_count(ev),
+            causes={"divergence": 0.7, "bad_batch": 0.4, "log_or_div_zero": 0.3}, confidence=0.7)
     return Detection(
-        summary=f"non-finite loss reported: {str(first.get('message') or first.get('text'))[:160]}",
+        summary=f"non-finite loss reported: {text}",
         onset=onset_of(ev),
         evidence=evidence_rows(ev),
         evidence_count=event_count(ev),
