@@ -1,5 +1,5 @@
 """Logs that stop before the first step (the first epoch's header, tf.distribute's all-reduce set-up, Ray Train's worker
-group waiting for resources) are low silent-hang findings; the same lines followed by progress or an error, a resume
+group waiting for resources) or on Caffe's wait for a batch are low silent-hang findings; the same lines followed by progress or an error, a resume
 announced past the run's end, and Caffe's queue waits counted once, are not; Caffe's repeated queue waits are a note."""
 
 from __future__ import annotations
@@ -61,6 +61,8 @@ CAFFE_WAITS = ["0302 22:23:06.703017 17064 blocking_queue.cpp:50] Data layer pre
 CAFFE_FIRST_WAIT = ["I0330 21:50:08.972652  5345 solver.cpp:60] Solver scaffolding done.",
                     "I0330 21:51:04.285419  5345 solver.cpp:337] Iteration 0, Testing net (#0)",
                     "I0330 21:51:04.299999  5345 blocking_queue.cpp:50] Data layer prefetch queue empty"]
+# weiliu89/caffe#863: the wait is the last line; `After that, program stands still forever`.
+CAFFE_STUCK = ["I0316 09:00:59.149740  2416 blocking_queue.cpp:50] Data layer prefetch queue empty"]
 # TheLegendAli/DeepLab-Context2#9: one wait, then the test's result.
 CAFFE_ONE_WAIT_THEN_RESULT = ["I0113 10:35:09.064285  3830 caffe.cpp:252] Running for 1449 iterations.",
                               "I0113 10:36:19.147982  3830 blocking_queue.cpp:50] Data layer prefetch queue empty",
@@ -73,17 +75,19 @@ CAFFE_ONE_WAIT_THEN_RESULT = ["I0113 10:35:09.064285  3830 caffe.cpp:252] Runnin
     (NCCL_STUCK, 3, "collective_deadlock"),
     (RAY_WARNING, 4, "unschedulable_workers"),
     (RAY_WARNING[:2], 2, "unschedulable_workers"),
+    (CAFFE_STUCK, 1, "stuck_dataloader"),
 ], ids=["keras_first_epoch_header_last", "tf_reduce_set_up_last", "tf_all_reduce_set_up_last", "ray_resource_warning_last",
-        "ray_trainer_log_folder_last"])
+        "ray_trainer_log_folder_last", "caffe_queue_wait_last"])
 def test_log_stopping_before_the_first_step_is_a_low_hang(tmp_path, lines, line, cause):
     top = analyze_console(tmp_path, lines)[0][0]
     assert (top.id, top.severity, top.causes[0].cause.id) == ("silent-hang", Severity.LOW, cause)
     assert top.evidence[0].line == line
 
 
-@pytest.mark.parametrize("lines", [TF_GOES_ON, KERAS_SECOND_EPOCH, ["Epoch 1/5", *CRASH], RAY_STARTED],
+@pytest.mark.parametrize("lines", [TF_GOES_ON, KERAS_SECOND_EPOCH, ["Epoch 1/5", *CRASH], RAY_STARTED,
+                                   CAFFE_ONE_WAIT_THEN_RESULT, [*CAFFE_STUCK, *CRASH]],
                          ids=["tf_set_up_then_progress", "second_epoch_header_after_metrics", "epoch_header_then_a_crash",
-                              "ray_workers_started"])
+                              "ray_workers_started", "caffe_wait_then_result", "caffe_wait_then_a_crash"])
 def test_same_lines_followed_by_progress_or_an_error_are_no_hang(tmp_path, lines):
     assert "silent-hang" not in {f.id for f in analyze_console(tmp_path, lines)[0]}
 

@@ -141,7 +141,8 @@ ps-lite's start-up (`Bind to role=scheduler, …` or a node's `cmd=ADD_NODE` reg
 node never reached the scheduler), with no error (low); a log that stops at wandb's interactive login menu (`wandb:
 (3) Don't visualize my results`, `wandb: Enter your choice:`), with no error: the process waits on stdin (low); a log
 that stops at the announcement of a validation pass (`starting validation in mode val_sampling.`, `Running
-validation...`) after training metric lines, with no error (low). The lines a keyboard interrupt leaves after such an
+validation...`) after training metric lines, with no error (low); a log that stops at Caffe's `Data layer prefetch
+queue empty` (the net waits for a batch that never came), with no error (low). The lines a keyboard interrupt leaves after such an
 end (`^C`, ssh's `Killed by signal 2.`, the dmlc launcher's `Stop launcher`) do not move it.
 
 ## Why it matters

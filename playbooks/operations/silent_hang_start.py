@@ -14,8 +14,9 @@ from forensics.contracts.model import Detection, Severity
 # resume: a resumed loop with nothing left to run (the checkpoint at or past the configured total) ends right there
 # with no error and nothing more printed ([OBS] jingyuanli001/RFR-Inpainting#44: 600k restored, num_iters 450k;
 # facebookresearch/detectron2#4885 and ibab/tensorflow-wavenet#151: a resume past max_iter / num_steps). Where such a
-# log stops proves no wait; `... from iteration 0` (a fresh start) still reads as one.
-RESUMED = r"(?i)\bfrom (?:the )?(?:iter(?:ation)?|step|epoch)\b\s*[:=#]?\s*0*[1-9]"
+# log stops proves no wait; `... from iteration 0` or `from epoch 1` (a fresh start, counted from 0 or 1) still reads
+# as one.
+RESUMED = r"(?i)\bfrom (?:the )?(?:iter(?:ation)?|step|epoch)\b\s*[:=#]?\s*0*(?:[2-9]|[1-9]\d+)\b"
 
 
 # The log stops on `Starting training...`, `Restoring... Done.`, `Restoring parameters from <ckpt>`, the first epoch's
