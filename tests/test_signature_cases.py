@@ -102,6 +102,11 @@ EXTRA_LINES = [
     "RuntimeError: NPU out of memory. Tried to allocate 5.03 GiB (NPU 3; 60.96 GiB total capacity; 49.47 GiB already allocated; 49.47 GiB current active; 1.32 GiB free; 57.55 GiB reserved in total by PyTorch)",
     "NPU out of memory. Tried to allocate more than 1EB memory",
     "level_zero backend failed with error: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)",
+    # log_end's first-epoch header, tf.distribute all-reduce set-up and Ray worker-group forms (at_end: cases in
+    # tests/test_first_step_log_ends.py)
+    "Epoch 1/5",  # OBS matterport/Mask_RCNN#1823
+    "INFO:tensorflow:batch_all_reduce: 4 all-reduces with algorithm = nccl, num_packs = 1",  # OBS tensorflow/tensorflow#44976
+    "2022-03-22 11:11:18,857\tINFO trainer.py:199 -- Trainer logs will be logged in: /home/keep9oing/ray_results/train_2022-03-22_11-11-18",  # OBS ray-project/ray#23395
 ]
 
 

@@ -8,7 +8,9 @@ loss: 6.5993 (6.5971)  ...  time: 0.4944  data: 0.0001  max mem: 19152` — mete
 count `epoch * iters_per_epoch + i` (the epoch from `Epoch: [e]` or `Epoch: [e/E]`); `Test:` headers
 give `eval_` names and no step (carried from the training lines).
 mmengine (OpenMMLab, §0.1 prefix table, [OBS] mmpretrain#1632): `Epoch(train) [147][300/351]  lr: ..
-eta: ..  time: 1.0105  data_time: 0.0024  memory: 48596  loss: 0.4665`, `Iter(train) [ 100/1000] ...`.
+eta: ..  time: 1.0105  data_time: 0.0024  memory: 48596  loss: 0.4665`, `Iter(train) [ 100/1000] ...`. Forks of
+mmcv's TextLoggerHook that print the unit after the number (MCG-NJU/SparseBEV utils.py MyTextLoggerHook: `time: 9.13s,
+data: 5521ms, mem: 5714M`, [OBS] MCG-NJU/SparseBEV#15) are read in that unit.
 """
 
 from __future__ import annotations
@@ -49,11 +51,13 @@ def _rows(base: pl.DataFrame, text: pl.Expr, source: str, two_spaces: bool) -> p
         # MetricLogger joins `name: median (global_avg)` meters with two spaces.
         kv = split_pairs(base, text, "  ", ": ")
     else:
-        kv = pairs(base, rf"(?P<key>[A-Za-z][\w/.-]*(?: [A-Za-z][\w/.-]*)?): (?P<val>{NUM})(?: \((?P<avg>{NUM})\))?", text)
+        kv = pairs(base, rf"(?P<key>[A-Za-z][\w/.-]*(?: [A-Za-z][\w/.-]*)?): (?P<val>{NUM})(?:(?P<unit>ms|s)\b)?(?: \((?P<avg>{NUM})\))?", text)
     kv = kv.filter(pl.col("key") != "eta")
     raw = num(first_token(pl.col("val")))
     key = pl.col("key").str.to_lowercase().str.replace_all(" ", "_")
-    value = pl.when(key.is_in(list(SECONDS))).then(raw * 1000.0).otherwise(raw)
+    # A time printed with `ms` after it is already in milliseconds; bare or `s`, in seconds.
+    ms = pl.col("unit").eq_missing("ms") if "unit" in kv.columns else pl.lit(False)
+    value = pl.when(key.is_in(list(SECONDS)) & ~ms).then(raw * 1000.0).otherwise(raw)
     name = canonical_of(kv, "key", NAMES)
     rows = kv.select("_i", "step", (pl.col("_pre") + name).alias("name"), value.alias("value"))
     return shape(rows, source)

@@ -88,6 +88,13 @@ PLAYBOOK = declare(
                   fix="Answer it before the job starts: `wandb login` or WANDB_API_KEY on every node, or WANDB_MODE="
                       "offline / disabled where nothing should be uploaded; run jobs with stdin from /dev/null",
                   prior=0.2),
+            Cause("unschedulable_workers", "The job's workers wait for resources the cluster does not have (Ray Train "
+                  "actors asking for more GPUs or CPUs than the nodes offer: num_workers=2 with use_gpu=True on a "
+                  "one-GPU machine), so the worker group never starts",
+                  verify="ray status (pending resource demands against the cluster's resources); the scheduler's "
+                         "`resource request cannot be scheduled right now` warning",
+                  fix="Ask for no more than the cluster has (num_workers x GPUs per worker <= GPUs), or add nodes",
+                  prior=0.2),
         ),
         verify="py-spy dump --pid <pid>; TORCH_NCCL_DUMP_ON_TIMEOUT=1 (flight recorder)",
         fix="As the cause says; add timeouts so hangs become errors",
@@ -113,11 +120,14 @@ advanced (`0/N [00:00<?, ?it/s]`) after an earlier loop finished and saved a che
 the last line proves it); a log whose last line is a process-group start-up line (DeepSpeed's
 `Initializing TorchBackend in DeepSpeed with backend nccl` / `cdb=None`, torch's `Added key:
 store_based_barrier_key:1 to store for rank: 0` or `Waiting in store based barrier …`, torchrun's `[default]
-Rendezvous'ing worker group`) with no error in the run (low: a paste may just stop there); a log that stops on a
+Rendezvous'ing worker group`; Ray Train's `Trainer logs will be logged in: …` or Ray's `resource request cannot be
+scheduled right now`: workers waiting for resources) with no error in the run (low: a paste may just stop there); a log that stops on a
 later line of the JIT build (`Emitting ninja build file …`, `Building extension module X...`, `Loading extension module
 X...`) with no error in the run (low); a log that stops on the announcement that training starts (`Starting
 training...`, `Starting training from iteration 0`) or that a checkpoint restore finished (`Restoring... Done.`,
-TensorFlow's `Restoring parameters from …`), at most two number-free lines before its end, with no metric line in
+TensorFlow's `Restoring parameters from …`), on the first epoch's header (`Epoch 1/5`, `Epoch 0/64`) or on
+tf.distribute's all-reduce set-up of the first step (`batch_all_reduce: 369 all-reduces with algorithm = nccl`),
+at most two number-free lines before its end, with no metric line in
 that log and no error in the run (low: the first step never came, or a paste stopped there); a Ctrl-C traceback whose innermost frame is a blocking wait (a queue get, a poll,
 a lock, a join, a collective), or a log that ends in such a stack with no exception line (low: an interrupt alone proves
 no hang); a `^C` that interrupted worker processes (`^CProcess Process-8:`, or tracebacks from multiprocessing's child
@@ -131,7 +141,8 @@ ps-lite's start-up (`Bind to role=scheduler, …` or a node's `cmd=ADD_NODE` reg
 node never reached the scheduler), with no error (low); a log that stops at wandb's interactive login menu (`wandb:
 (3) Don't visualize my results`, `wandb: Enter your choice:`), with no error: the process waits on stdin (low); a log
 that stops at the announcement of a validation pass (`starting validation in mode val_sampling.`, `Running
-validation...`) after training metric lines, with no error (low). The lines a keyboard interrupt leaves after such an
+validation...`) after training metric lines, with no error (low); a log that stops at Caffe's `Data layer prefetch
+queue empty` (the net waits for a batch that never came), with no error (low). The lines a keyboard interrupt leaves after such an
 end (`^C`, ssh's `Killed by signal 2.`, the dmlc launcher's `Stop launcher`) do not move it.
 
 ## Why it matters
@@ -151,7 +162,9 @@ that follow are its consequence. A log whose extensions-root line is followed by
 `Loading extension module`, training), a restart that prints every rank twice, and a paste that ends on a
 fresh progress bar with no finished loop before it are no finding; nor are start-up lines followed by
 anything (most DeepSpeed logs print them and go on), or Lightning's registration lines of every member. A start announcement followed by a line with a number (a
-progress bar, a step, a loss), or in a log that logged any metric line before it, is no finding. A Ctrl-C
+progress bar, a step, a loss), or in a log that logged any metric line before it, is no finding; nor is one that
+resumes from a later iteration (`Starting training from iteration:600000`): a resumed run with nothing left to train
+ends right there. A Ctrl-C
 whose tracebacks show work (a forward, a worker's `__getitem__`) is an ordinary interrupt and no finding. A Keras bar anywhere else in its epoch (a paste cut mid-epoch) or at its total, a
 retry or a training-set size followed by anything, and the evaluation after the last iteration (ETA about zero) are
 no finding. ps-lite logs that go on to `assign rank=` / `the scheduler is connected to …`, a wandb prompt answered

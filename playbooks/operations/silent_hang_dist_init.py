@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from forensics.playbooks.evidence import detection
+from forensics.playbooks.fields import field
 from forensics.playbooks.operations.silent_hang import PLAYBOOK, quiet_end
 from forensics.playbooks.operations.silent_hang_rank_claims import detect_duplicate_rank_claims
 
@@ -29,6 +30,11 @@ def detect_dist_init_end(ctx: Context, th: dict) -> Detection | None:
     if detect_duplicate_rank_claims(ctx, th) is not None:
         return None  # its finding names the cause; a low one here would lower the merged severity
     last = stop.row(0, named=True)
+    if stop.select(field("framework")).item(0, 0) == "ray":
+        return detection(stop, "the log stops where Ray starts its worker group (" + str(last["message"])[:120] + ") "
+                               "with nothing after it: the workers never started, waiting for resources (GPUs, CPUs) "
+                               "the cluster cannot give them",
+                         {"unschedulable_workers": 0.9, "dead_peer": 0.2}, confidence=0.4, severity=Severity.LOW)
     return detection(stop, "the log stops at the process-group start-up (" + str(last["message"])[:120] + ") with nothing "
                            "after it: the rendezvous never completed (a rank or node never joined, or the address or "
                            "port is unreachable)",

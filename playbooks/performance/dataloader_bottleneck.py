@@ -12,8 +12,9 @@ PLAYBOOK = declare(
         title="Training waits for the data loader",
         category="performance",
         severity=Severity.MEDIUM,
-        tables=("metrics", "spans"),
+        tables=("metrics", "spans", "events"),
         explains=("low-gpu-utilization", "step-time-regression", "rank-straggler"),
+        codes=("data_queue_wait",),
         causes=(
             Cause("too_few_workers", "num_workers=0 or too few workers for the per-sample work",
                   verify="grep num_workers in the launch config; top -H: are loader processes at 100% CPU?",
@@ -42,7 +43,8 @@ PLAYBOOK = declare(
 ## Symptom
 Data-loader `__next__` spans (profiler) or logged data time (MetricLogger `data:` vs `time:`, the
 ImageNet example's `Data` vs `Time`) take a large share of step time (default more than 20%) while the
-GPU idles.
+GPU idles. Caffe counts its waits itself: `Data layer prefetch queue empty` more than once in a log (it is
+logged for the first wait and then once per 1000 more) is a note (low): a count says nothing of the waits' length.
 
 ## Why it matters
 Every millisecond waiting for data is lost throughput; more GPUs do not help.
@@ -58,7 +60,10 @@ must be at least half the summed step time, and points of the run's first 20 ite
 window average that still holds the first batches while `time` leaves them out); a median share between 20% and half the step is reported
 at low severity only (the loader costs some throughput but does not dominate). Where a log's data time
 exceeds its step time, that step time excludes the data wait and the share is data / (data + step); the running averages (`Data 0.000 (2.393)`) are judged only
-500 batches into an epoch or with the epoch's first batch logged and taken out.
+500 batches into an epoch or with the epoch's first batch logged and taken out. Caffe's first
+`Data layer prefetch queue empty` (the net's start, nothing prefetched yet) and DataReader's `Waiting for data` (the
+prefetch thread waiting on the disk reader, not the solver on a batch) are no finding; nor is the time between
+`debug_info` lines, which Caffe prints only on display iterations (the gap spans `display` iterations).
 """,
     )
 )
