@@ -128,6 +128,14 @@ STILL_MISSED: dict[str, str] = {
         "52170, lr` to the data layer's `[Forward]` line, but Caffe prints debug_info only on display iterations, so that "
         "gap spans `display` iterations (the reporter's own 22 s per 10), not one wait; that the data layer is the "
         "slow part is the maintainer's guess in the thread (heavier augmentation)"),
+    "paddleseg_372_unet_eval_iou_half_label_255": "metric-shape: want bad-input-data, got none (on arrival)",
+    "multiyolov5_7_map_zero_val_labels_not_loaded": "metric-shape: want bad-input-data, got none (on arrival)",
+    "ocnn_72_accuracy_one_loss_nan_nan_normals": "numerical: want bad-input-data, got none (on arrival)",
+    "time_series_library_315_timesnet_vali_loss_nan_two_column_data": "short-paste: want nan-loss, got none (on arrival)",
+    "fasttext_853_supervised_loss_stuck_ln2_too_few_epochs": "short-paste: want loss-stagnation, got none (on arrival)",
+    "ml_agents_3105_not_training_forgot_train_flag": "short-paste: want unclassified-failure, got none (on arrival)",
+    "bert_vits2_integration_package_5_winerror_1455_paging_file": "short-paste: want host-memory-exhaustion, got unclassified-failure (on arrival)",
+    "detectron_219_multigpu_retinanet_hang_v100_driver_deadlock": "hang: want silent-hang, got none (on arrival)",
 }
 
 
