@@ -87,3 +87,15 @@ def _remove_chain(top: Path) -> None:
             os.rmdir("d")
     finally:
         os.chdir(cwd)
+
+
+def test_a_report_under_an_unwritable_home_says_so_once(run, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_CACHE_HOME", "FORENSICS_CACHE_DIR", "MPLCONFIGDIR",
+                                                             "XDG_CONFIG_HOME")}
+    proc = subprocess.run([sys.executable, "-m", "forensics", "report", str(run), "-o", str(tmp_path / "p.html")],
+                          capture_output=True, text=True, timeout=300, env={**env, "HOME": str(blocker / "home")})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("forensics: cache not written") and "wrote" in lines[1], lines
