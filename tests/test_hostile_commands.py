@@ -68,7 +68,7 @@ def test_scan_finds_a_run_nested_past_the_recursion_limit(tmp_path):
     import json
 
     doc = json.loads(proc.stdout)
-    assert doc["runs"] == 2, doc
+    assert doc["runs"] == 2 and doc["not_scanned"] == [], doc
 
 
 def _remove_chain(top: Path) -> None:
@@ -99,3 +99,19 @@ def test_a_report_under_an_unwritable_home_says_so_once(run, tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 2 and lines[0].startswith("forensics: cache not written") and "wrote" in lines[1], lines
+
+
+def test_scan_reads_only_what_discovery_reads(run, tmp_path):
+    # A FIFO (opening it would block), a link to a folder outside and a name that is not UTF-8 (its row shows
+    # `\\xff`, which is no path): the run is analysed, none of them is opened by the scan's host reading.
+    os.mkfifo(run / "pipe.log")
+    (run / "outside").symlink_to(tmp_path)
+    with open(os.path.join(os.fsencode(run), b"bad\xff.log"), "wb") as fh:
+        fh.write(OOM.encode() + b"\n")
+    proc = _cli("scan", str(run), "-j", "1", "-o", str(tmp_path / "out"), "--format", "json", "--timeout-per-run", "120")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    import json
+
+    doc = json.loads(proc.stdout)
+    assert doc["not_scanned"] == [] and doc["status"] == {"ok": 1}, doc
+    assert doc["root_causes"][0]["playbook"] == "cuda-oom", doc["root_causes"]
