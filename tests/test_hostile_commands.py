@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_hostile_input import _remove_chain
+
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
        "79.10 GiB of which 1.06 GiB is free.")
 
@@ -62,31 +64,13 @@ def test_scan_finds_a_run_nested_past_the_recursion_limit(tmp_path):
     finally:
         os.close(fd)
     proc = _cli("scan", str(root), "-j", "1", "-o", str(tmp_path / "out"), "--format", "json")
-    _remove_chain(Path(os.fsdecode(deep)))
+    _remove_chain(Path(os.fsdecode(deep)) / "d")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "RecursionError" not in proc.stderr and "recursion" not in proc.stderr
     import json
 
     doc = json.loads(proc.stdout)
     assert doc["runs"] == 2 and doc["not_scanned"] == [], doc
-
-
-def _remove_chain(top: Path) -> None:
-    """Remove a chain of single nested `d` folders without recursion, deepest first (relative steps)."""
-    cwd = os.getcwd()
-    os.chdir(top)
-    try:
-        depth = 0
-        while os.path.isdir("d"):
-            os.chdir("d")
-            depth += 1
-        for name in os.listdir("."):
-            os.remove(name)
-        for _ in range(depth):
-            os.chdir("..")
-            os.rmdir("d")
-    finally:
-        os.chdir(cwd)
 
 
 def test_a_report_under_an_unwritable_home_says_so_once(run, tmp_path):
