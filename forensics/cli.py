@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -211,7 +212,10 @@ def report(run: Path, out: Path | None, fmt: str, select: tuple[str, ...], ignor
         from forensics.reports.postmortem import markdown as md
 
         target = out or Path("postmortem.md")
-        written = md.write(pm, target)
+        try:
+            written = md.write(pm, target)
+        except OSError as exc:
+            _fail(f"cannot write the report to {target}: {exc.strerror or exc}")
         click.echo(f"forensics: wrote {target} and {len(written) - 1} plot(s) in {target.stem}_files/", err=True)
     else:
         from forensics.reports.postmortem import html
@@ -321,6 +325,11 @@ def scan(root: Path, out: Path, jobs: int | None, executor: str, ray_address: st
     from forensics.scan.run import ScanOptions
     from forensics.scan.run import scan as do_scan
 
+    try:  # an output folder that cannot be written is one line and exit 2, before any run is analysed
+        out.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=out).close()
+    except OSError as exc:
+        _fail(f"cannot write the scan output to {out}: {exc.strerror or exc}")
     try:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         opts = ScanOptions(root=root, out=out, jobs=jobs or cpus, executor=executor, ray_address=ray_address,

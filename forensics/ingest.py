@@ -20,7 +20,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-from forensics import metric_lines
+from forensics import metric_lines, run_budget
 from forensics.contracts import tables as T
 from forensics.discover import discover
 from forensics.parsers import spool
@@ -218,6 +218,8 @@ def ingest(root: Path, progress=None, found: tuple[list, list] | None = None, me
     (sources, skipped): `forensics scan` reads archive members so."""
     root = Path(root)
     sources, skipped = found if found is not None else discover(root)
+    sources, unread = run_budget.apply(sources)
+    skipped = [*skipped, *unread]
     if meter is not None:
         meter.total = sum(s.size for s in sources)
     rows: list[dict] = [

@@ -191,8 +191,13 @@ class _Decompressing(_Filter):
             return 0
         if self._left <= 0:
             self._owner.truncated = True
-            self._owner.problems.append(
-                f"decompressed size budget reached ({self._budget // 1024**2} MiB): the rest was not read (a decompression bomb?)")
+            if self._budget < decompress_budget(self._owner.size):  # the run folder's budget (run_budget.py) cut it
+                self._owner.problems.append(
+                    f"the run folder's decompressed budget (FORENSICS_MAX_RUN_DECOMPRESSED_GB) ran out after "
+                    f"{self._budget // 1024**2:,} MiB of this file: the rest was not read")
+            else:
+                self._owner.problems.append(
+                    f"decompressed size budget reached ({self._budget // 1024**2} MiB): the rest was not read (a decompression bomb?)")
             self._done, self._buf = True, b""
             return 0
         n = min(len(b), len(self._buf), self._left)

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from forensics.discover import SKIP_DIRS
+from forensics.discover import SKIP_DIRS, walk
 from forensics.scan.archive import is_archive
 
 # The scan's own output folder and caches are never runs.
@@ -57,7 +57,8 @@ def find_runs(root: Path, runs_glob: str | None = None, exclude: Path | None = N
             if p.is_dir() or (p.is_file() and is_archive(p)):
                 add(p)
         return refs
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    # Without recursion (os.walk of Python 3.11 recurses: a folder ~1,000 levels deep raised RecursionError).
+    for dirpath, dirnames, filenames in walk(root, lambda exc: None):
         here = Path(dirpath)
         dirnames[:] = sorted(d for d in dirnames if d not in _SCAN_SKIP and not d.startswith("."))
         if skip is not None and (here == skip or skip in here.parents):

@@ -106,12 +106,12 @@ def analyze_run(task: dict) -> dict:
 
     from forensics import quote
     from forensics.contracts.context import Context
+    from forensics.discover import discover
     from forensics.engine import analyze
     from forensics.ingest import ingest
     from forensics.reports import jsonout
     from forensics.scan import archive, hosts
     from forensics.scan.fingerprint import failure_fingerprint, mask
-    from forensics.sources import make_source
 
     _fault(task["rel"])
     t0 = time.perf_counter()
@@ -131,7 +131,9 @@ def analyze_run(task: dict) -> dict:
         run = ingest(path)
         result = analyze(Context(run), task.get("config"), {})
         report = jsonout.report_dict(result)
-        source_of = lambda rel: make_source(path / rel, rel)  # noqa: E731
+        # The files discovery reads, by their shown names: never a FIFO, a folder or a link out of the run (a row's
+        # name is not always a path either: bytes that are not UTF-8 are shown as \xNN).
+        source_of = {s.rel: s for s in discover(path)[0]}.get
     # Through JSON and back: exactly what `forensics analyze --format json` prints.
     report = orjson.loads(orjson.dumps(report, default=str))
 
