@@ -7,7 +7,7 @@ import math
 import polars as pl
 from forensics.playbooks import metric_series as M
 from forensics.playbooks.gradient.loss_stagnation import PLAYBOOK
-from forensics.playbooks.gradient.loss_stagnation_chance import ACC, EVAL_LOSS
+from forensics.playbooks.gradient.loss_stagnation_chance import ACC, EVAL_LOSS, _split
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Detection
@@ -17,8 +17,6 @@ from forensics.contracts.model import Detection
 # 16.118 on the others, so the mean loss is 16.118·(1 - accuracy) exactly, whatever the class count (categorical:
 # `loss: 14.5063 - acc: 0.1000` on 10 classes, binary: `loss: 8.0590 - acc: 0.5000`).
 SATURATED = -math.log(1e-7)
-# The split a loss or an accuracy belongs to, from its canonical name's prefix.
-_SPLIT = r"^(eval_|val_|valid_|validation_|test_)"
 
 
 @PLAYBOOK.detector(("metrics",))
@@ -44,11 +42,6 @@ def detect(ctx: Context, th: dict) -> Detection | None:
             if found is not None:
                 return found
     return None
-
-
-def _split(name: str) -> str:
-    """`eval_` for every evaluation prefix, `` for the training split."""
-    return "eval_" if pl.Series([name]).str.contains(_SPLIT).item() else ""
 
 
 def _saturated(rows: pl.DataFrame, loss: str, acc: str, th: dict) -> Detection | None:
