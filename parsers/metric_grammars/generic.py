@@ -351,7 +351,7 @@ SET_INDEX = r"(?i)^(?:test|val|valid|validation|eval|evaluation|dev) set$"
 # Also loss components named `loss_<part>` (VITS/RVC `loss_disc=3.859, loss_gen=..`, [OBS] RVC-Project/
 # Retrieval-based-Voice-Conversion-WebUI#507), which the gate takes too (but `loss_scale` alone is no loss).
 KV_MATCH = (
-    rf"(?i)(?:loss|grad[_ ]norm|gnorm|ppl|perplexity)\s*[:= ]\s*{OPEN}[-+.\d]|(?:loss|grad[_ ]norm|gnorm|ppl|perplexity)\s*[:= ]\s*{OPEN}(?:nan|inf)"
+    rf"(?i)(?:loss(?:es)?|grad[_ ]norm|gnorm|ppl|perplexity)\s*[:= ]\s*{OPEN}[-+.\d]|(?:loss(?:es)?|grad[_ ]norm|gnorm|ppl|perplexity)\s*[:= ]\s*{OPEN}(?:nan|inf)"
     # TF-era `cost` (`labeling_cost 0.10 targetspecific_cost nan`, `Epoch 1 cost: nan`): a loss by the word rules.
     r"|cost\s*[:= ]\s*(?:[-+.\d]|nan|inf)"
     r"|\bloss_[a-z]\w*=(?:[-+.\d]|nan|inf)|accuracy\s*[:=]\s*[-+.\d]"

@@ -77,11 +77,18 @@ PLAYBOOK = declare(
                   verify="Count the labels the input pipeline yields per class (np.unique(labels, return_counts=True))",
                   fix="Fix the label assignment (path separators, folder names, the label column) so every class appears",
                   prior=0.1),
+            Cause("label_scheme_mismatch", "Sequence labels not in the tag scheme the span metric decodes (IOB1 `I-XXX` starts with no "
+                  "`B-XXX`, BIOES data read as BIO, a tag column in the wrong place), so almost no gold entity is found",
+                  verify="Count the B-/S- tags in the evaluation file and compare with the entities it should hold",
+                  fix="Convert the data to the configured scheme (IOB1 -> BIO/BIOES) or set the tag scheme the data uses",
+                  prior=0.1),
         ),
         verify="Validate each batch in collate_fn: label range, token id range, torch.isfinite",
         fix="Fix the class count or vocabulary; filter corrupt samples",
         thresholds={
             "min_skipped_updates": Threshold(3, "updates a trainer skipped for a NaN gradient norm (with a finite loss) that show bad samples", "ours; one skipped step is a one-off"),
+            "entity_min_sentences": Threshold(100, "sentences an evaluation must decode before its gold entity count is judged", "ours"),
+            "entity_per_sentence_below": Threshold(0.01, "gold entities per evaluated sentence below which the labels decode to (almost) no entity: fewer than one per hundred sentences", "ours; jiesutd/NCRFpp#5 (4 gold entities over 3488 dev sentences of IOB1 data), #82 (0 on its test file); labelled NER sets hold 0.5-2 per sentence"),
             "perfect_points": Threshold(3, "logged points, from the first, at which a split's accuracy is 1 with its loss at float-precision zero", "ours"),
             "perfect_loss_below": Threshold(1e-6, "a classification loss at or below this (and above 0, so printed in full) is zero to float precision", "ours"),
             "negative_loss_points": Threshold(3, "logged lines with a loss below zero beside an accuracy that show targets outside the loss's range", "ours; one negative line may be a likelihood objective"),

@@ -69,6 +69,9 @@ PLAYBOOK = declare(
             "topk_max_top1": Threshold(0.11, "top-1 accuracy (fraction) above which the model is past chance of a 10+-class task", "ours"),
             "topk_min_steps": Threshold(2000, "training batches the at-chance points must span when they span fewer than two epochs", "ours; a healthy ImageNet run leaves chance within its first ~1000 batches"),
             "topk_progress": Threshold(1.5, "last over first top-1 accuracy at or above which the model is learning", "ours"),
+            "saturated_tol": Threshold(0.02, "relative distance of the loss from -ln(1e-7)·(1 - accuracy), a cross-entropy of one-hot outputs clipped at Keras' epsilon", "ours; kcct-fujimotolab/3DCNN#2 (13.4866 = 16.118 x (1 - 0.1633)) within 0.2%"),
+            "saturated_min_points": Threshold(3, "lines of one split on which the loss and the accuracy printed together must all satisfy the clipped one-hot identity", "ours"),
+            "saturated_acc_ceiling": Threshold(0.9, "accuracy (fraction) above which the identity is not judged: 16.1·(1 - acc) is then a small loss a healthy model may print", "ours"),
             "lnv_tol": Threshold(0.05, "nats between the flat level and ln(V) of a common vocabulary size for the uniform-prediction case", "ours"),
         },
         doc="""\
