@@ -125,12 +125,18 @@ STILL_MISSED: dict[str, str] = {
         "52170, lr` to the data layer's `[Forward]` line, but Caffe prints debug_info only on display iterations, so that "
         "gap spans `display` iterations (the reporter's own 22 s per 10), not one wait; that the data layer is the "
         "slow part is the maintainer's guess in the thread (heavier augmentation)"),
-    "paddleseg_372_unet_eval_iou_half_label_255": "metric-shape: want bad-input-data, got none (on arrival)",
-    "multiyolov5_7_map_zero_val_labels_not_loaded": "metric-shape: want bad-input-data, got none (on arrival)",
-    "ocnn_72_accuracy_one_loss_nan_nan_normals": "numerical: want bad-input-data, got none (on arrival)",
-    "time_series_library_315_timesnet_vali_loss_nan_two_column_data": "short-paste: want nan-loss, got none (on arrival)",
-    "fasttext_853_supervised_loss_stuck_ln2_too_few_epochs": "short-paste: want loss-stagnation, got none (on arrival)",
-    "ml_agents_3105_not_training_forgot_train_flag": "short-paste: want unclassified-failure, got none (on arrival)",
+    "multiyolov5_7_map_zero_val_labels_not_loaded": ("metric-shape: want bad-input-data, got none: the paste is a "
+        "YOLOv5 epoch bar and its validation table row `all 10 0 0 0 0 0` (Labels 0, P/R/mAP 0) under the header "
+        "`Class Images Labels P R mAP@.5 mAP@.5:.95`; no grammar reads the validation table's header and `all` row yet "
+        "(a bare `all` row is unreadable without it), and the one thing that would name missing annotations, YOLOv5's "
+        "own `no labels found in val set` warning, is not printed by this fork; that the labels were not loaded is the "
+        "reporter's reading in the thread"),
+    "ocnn_72_accuracy_one_loss_nan_nan_normals": ("numerical: want bad-input-data, got none: the single line is two "
+        "Caffe net outputs retyped by hand on one line with full-width colons and no spaces around `=` (`Train net output "
+        "#0： accuracy=1  Train net output #1：loss=-nan(ind)`), not the `#N: name = value` form Caffe prints, so no grammar "
+        "reads it; read, it would prove only NaN outputs on every sample (Caffe's accuracy is 1 when every score is NaN), "
+        "which divergence gives as well: that the NaN came from the input normals (-nan,nan,nan) is only in the "
+        "reporter's comment"),
     "bert_vits2_integration_package_5_winerror_1455_paging_file": "short-paste: want host-memory-exhaustion, got unclassified-failure (on arrival)",
     "detectron_219_multigpu_retinanet_hang_v100_driver_deadlock": "hang: want silent-hang, got none (on arrival)",
 }

@@ -39,7 +39,7 @@ PLAYBOOK = declare(
         tables=("events", "metrics"),
         explains=("device-assert", "nan-loss", "nccl-timeout", "silent-hang"),
         codes=("bbox_out_of_range", "ctc_nan_grad_samples", "ctc_no_valid_path", "cuda_kernel_assert", "device_side_assert",
-               "embedding_index_out_of_range", "fp16_overflow", "image_decode_failed", "loss_scale_min_reached",
+               "embedding_index_out_of_range", "fp16_overflow", "image_decode_failed", "kappa_undefined", "loss_scale_min_reached",
                "native_check_failed", "nonfinite_grad_skipped", "numpy_invalid_value", "python_traceback",
                "sample_shape_mismatch", "target_out_of_bounds"),
         causes=(

@@ -29,7 +29,8 @@ PLAYBOOK = declare(
         explains=(),
         # Read beside a loss of exactly 0 (loss_stagnation_masked): samples whose labels a collator masked whole.
         # Read alone: a library's check that every label is masked (loss_stagnation_masked).
-        codes=("all_labels_masked", "completion_template_not_found"),
+        # The class count the log announces (loss_stagnation_declared_classes): the K of a loss at ln(K).
+        codes=("all_labels_masked", "completion_template_not_found", "declared_class_count"),
         causes=(
             Cause("lr_zero", "The learning rate is zero (or tiny), or never warmed up", verify="Plot the logged LR; check learning_rate / warmup in the config",
                   fix="Set a non-zero LR; check the warmup and scheduler", prior=0.3, playbook="lr-schedule-anomaly"),

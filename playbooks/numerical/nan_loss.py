@@ -47,7 +47,7 @@ PLAYBOOK = declare(
         explains=(),
         codes=("anomaly_nan", "fp16_overflow", "loss_scale_min_reached", "megatron_nan_check",
                "megatron_unexpected_result", "nan_loss_message", "nonfinite_logged_value", "nonfinite_metric_stop",
-               "nonfinite_metric_input"),
+               "nonfinite_metric_input", "early_stopping_nonfinite"),
         causes=(
             Cause("bad_batch", "A batch with NaN/Inf (or out-of-range) inputs: the loss turns NaN at once, with no build-up",
                   verify="Dump the batch of the onset step: torch.isfinite(x).all(), label ranges",

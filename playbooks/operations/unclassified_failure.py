@@ -50,6 +50,8 @@ PLAYBOOK = declare(
         tables=("events",),
         explains=("nccl-timeout", "silent-hang", "rank-straggler", "collective-mismatch"),
         fallback=True,
+        # Read by unclassified_failure_not_training: a reinforcement-learning trainer that never trained.
+        codes=("rl_trainer_not_training",),
         causes=_causes(),
         verify="Read the quoted final error and the innermost frame of your own code; check the ranked playbooks' verify steps",
         fix="As the most likely cause says; if none fits, fix the code path the traceback names",
