@@ -218,15 +218,27 @@ class Context:
 
     @cached_property
     def events(self) -> pl.DataFrame:
-        """The events table sorted by time where known, then file and line."""
-        return self.table("events").sort(["file", "line"])
+        """The events table sorted by file and line (one copy: `table("events")` is not kept beside it)."""
+        if "events" in self._frames:
+            return self._frames["events"].sort(["file", "line"], maintain_order=True)
+        return plain(self._stored("events").collect()).sort(["file", "line"], maintain_order=True)
+
+    def events_where(self, where: pl.Expr) -> pl.DataFrame:
+        """`events.filter(where)`, read without holding the whole table: the stored table is scanned in batches
+        (dictionary columns as plain strings, so `where` sees what `events` has) and only the rows kept are sorted.
+        A big run's events are mostly progress chatter (checkpoint saves, warnings): a detector that looks at some
+        of them (the errors, one file's lines) asks for those."""
+        if "events" in self.__dict__:  # already read whole
+            return self.events.filter(where)
+        rows = self._stored("events").with_columns(pl.col(pl.Categorical).cast(pl.String)).filter(where)
+        return rows.collect(engine="streaming").sort(["file", "line"], maintain_order=True)
 
     def events_of(self, *codes: str, severity: tuple[str, ...] | None = None) -> pl.DataFrame:
         """Events whose code is one of `codes` (optionally of given severities), earliest first."""
-        ev = self.events.filter(pl.col("code").is_in(list(codes)))
+        where = pl.col("code").is_in(list(codes))
         if severity:
-            ev = ev.filter(pl.col("severity").is_in(list(severity)))
-        return sort_by_onset(ev)
+            where = where & pl.col("severity").is_in(list(severity))
+        return sort_by_onset(self.events_where(where))
 
     @cached_property
     def metrics(self) -> pl.DataFrame:
