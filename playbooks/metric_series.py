@@ -122,7 +122,7 @@ def several_ranks(ctx: Context, names: tuple[str, ...] | list[str] | str, *, fin
 
 
 # Rows of a series in one window of `series_steps` (every rank's rows of some steps), about.
-WINDOW_ROWS = 1 << 20
+WINDOW_ROWS = 1 << 18
 
 
 def series_steps(ctx: Context, names: tuple[str, ...] | list[str] | str, cols: tuple[str, ...] = ("rank", "step", "value"),
