@@ -174,6 +174,9 @@ def _ensure_cols(df: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame
     return df.with_columns(pl.lit(None, t).alias(c) for c, t in missing.items() if c not in have)
 
 
+# The columns a rank's, step's or window's statistics read, empty.
+SLIM_SCHEMA = {"rank": pl.Int32, "step": pl.Int64, "value": pl.Float64}
+
 # A row's position in the series a helper was given (see `slim`).
 AT = "_at"
 
@@ -1045,6 +1048,17 @@ def identical_across_ranks(s: pl.DataFrame, rel_tol: float = 0.0) -> Identical:
     return identical_over([s], rel_tol)
 
 
+def spread_over(windows: Iterable[pl.DataFrame], min_ranks: int = 2) -> tuple[pl.DataFrame, list[int]]:
+    """`rank_spread` of a series given in windows of whole steps (`metric_series.series_steps`), computed one window
+    at a time (the table has one row per step), and the ranks of the series."""
+    ranks: set[int] = set()
+    parts = []
+    for w in windows:
+        ranks.update(_ensure_cols(w).get_column("rank").drop_nulls().unique().to_list())
+        parts.append(rank_spread(w, min_ranks))
+    return (pl.concat(parts) if parts else rank_spread(pl.DataFrame(schema=SLIM_SCHEMA), min_ranks)), sorted(ranks)
+
+
 def identical_over(windows: Iterable[pl.DataFrame], rel_tol: float = 0.0) -> Identical:
     """`identical_across_ranks` of a series given in windows of whole steps (every rank's rows of each step in one
     window, the windows in step order: `metric_series.series_steps`), one window in memory at a time."""
@@ -1077,7 +1091,7 @@ def per_rank_over(parts: Iterable[pl.DataFrame]) -> pl.DataFrame:
     """`per_rank` of a series given in pieces of whole ranks (one rank at a time: `metric_series.series_ranks`),
     one piece in memory at a time."""
     stats = [_rank_stats(p) for p in parts]
-    g = pl.concat(stats) if stats else _rank_stats(pl.DataFrame(schema={"rank": pl.Int32, "step": pl.Int64, "value": pl.Float64}))
+    g = pl.concat(stats) if stats else _rank_stats(pl.DataFrame(schema=SLIM_SCHEMA))
     g = g.sort("rank", nulls_last=True)
     meds = g.get_column("median").to_list()
     others = [

@@ -89,6 +89,8 @@ def test_identical_steps_counted_window_by_window_are_the_whole_series(same, mon
     assert got.ranks == [0, 1, 2, 3]
     last = ts.rank_spread(whole).filter(pl.col("rel_diff") == 0).get_column("step").max()
     assert got.last_identical == last
+    spread, ranks = ts.spread_over(M.series_steps(ctx, M.LOSS, finite=True))
+    assert spread.equals(ts.rank_spread(whole)) and ranks == [0, 1, 2, 3]
     assert (got.fraction == 1.0) is same
 
 
@@ -154,7 +156,8 @@ def test_events_asked_by_a_predicate_are_the_rows_of_the_whole_table(tmp_path):
     assert ctx.events_where(wheres[0]).equals(ctx.events.filter(wheres[0]))  # and once the table is read whole
 
 
-@pytest.mark.parametrize("case", ["sampler-duplication/same-seed-shuffle", "rank-straggler/gloo", "clipping-saturation/tiny-max-norm"])
+@pytest.mark.parametrize("case", ["sampler-duplication/same-seed-shuffle", "rank-straggler/gloo", "clipping-saturation/tiny-max-norm",
+                                  "gradient-desync/nosync"])
 def test_detectors_reading_windows_or_ranks_give_the_same_finding_with_tiny_windows(case, tmp_path, monkeypatch):
     pid = case.split("/")[0]
     ctx = _context(case, tmp_path)
