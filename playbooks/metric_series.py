@@ -193,14 +193,33 @@ def series_lowest_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, *
 
 
 def series_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, rank: int | None, *, finite: bool = False,
-                dedupe: bool = True) -> pl.DataFrame:
-    """The rows of one rank (None: the rows without a rank) of `series(ctx, names, ...)`, read one rank at a time."""
+                dedupe: bool = True, cols: tuple[str, ...] | None = None) -> pl.DataFrame:
+    """The rows of one rank (None: the rows without a rank) of `series(ctx, names, ...)`, read one rank at a time
+    (only `cols` of them with `cols`, rank among them)."""
     last = None
-    for part in series_ranks(ctx, names, finite=finite, dedupe=dedupe):
+    for part in series_ranks(ctx, names, finite=finite, dedupe=dedupe, cols=cols):
         if part.get_column("rank")[0] == rank:
             return part
         last = part
-    return last.clear() if last is not None else series(ctx, names, finite=finite, dedupe=dedupe)
+    if last is not None:
+        return last.clear()
+    whole = series(ctx, names, finite=finite, dedupe=dedupe)
+    return whole if cols is None else whole.select(cols)
+
+
+def provenance(ctx: Context, names: tuple[str, ...] | list[str] | str, rows: pl.DataFrame, *,
+               finite: bool = False) -> pl.DataFrame:
+    """`rows` (rank, step and what was computed on them, from a series read with a few columns: `series_ranks` with
+    `cols`) with the series' own columns of those rows (file, line, ts, name, ...) in their order, read at the end
+    for the rows a finding quotes (a deduplicated series has one row per rank and step)."""
+    if rows.height == 0:
+        return rows
+    ranks = rows.get_column("rank").unique().to_list()
+    known = [r for r in ranks if r is not None]
+    rank_in = pl.col("rank").is_in(known) | (pl.col("rank").is_null() if None in ranks else pl.lit(False))
+    got = series_where(ctx, names, rank_in & pl.col("step").is_in(rows.get_column("step").unique().to_list()), finite=finite)[0]
+    own = [c for c in rows.columns if c in ("rank", "step") or c not in got.columns]
+    return rows.select(own).join(got, on=["rank", "step"], how="left", nulls_equal=True, maintain_order="left")
 
 
 def quote(rows: pl.DataFrame, limit: int = 8) -> list[Evidence]:
@@ -243,12 +262,9 @@ def onset_of_step(s: pl.DataFrame, step: int, rank: int | None = None) -> Onset:
 
 def lr_at(ctx: Context, step: int | None) -> float | None:
     """The logged learning rate at (or last before) a step, lowest rank; None when no LR is logged."""
-    s = series(ctx, LR, finite=True)
+    s = series_lowest_rank(ctx, LR, finite=True)[0]  # read one rank at a time: the lowest is the one kept
     if s.height == 0:
         return None
-    ranks = s.get_column("rank").drop_nulls()
-    if ranks.len():
-        s = s.filter(pl.col("rank") == ranks.min())
     if step is None:
         return float(s.item(-1, "value"))
     before = s.filter(pl.col("step") <= step)

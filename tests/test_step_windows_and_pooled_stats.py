@@ -147,7 +147,8 @@ def _context(case: str, tmp: Path) -> Context:
 def test_events_asked_by_a_predicate_are_the_rows_of_the_whole_table(tmp_path):
     ctx = _context("nccl-timeout/gloo", tmp_path)
     wheres = [pl.col("severity") == "error", pl.col("code").is_in(["nccl_watchdog_timeout", "python_traceback"]),
-              (pl.col("end_line") > pl.col("line")) & pl.col("text").str.contains("Traceback"), pl.col("line") > 5]
+              (pl.col("end_line") > pl.col("line")) & pl.col("text").str.contains("Traceback"), pl.col("line") > 5,
+              (pl.col("file") == "no/such.log") | ((pl.col("severity") != "info") & ~pl.col("code").is_in(["python_traceback"]))]
     got = [ctx.events_where(w) for w in wheres]
     assert "events" not in ctx.__dict__  # nothing read whole
     assert any(g.height for g in got)

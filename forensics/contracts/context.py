@@ -224,14 +224,17 @@ class Context:
         return plain(self._stored("events").collect()).sort(["file", "line"], maintain_order=True)
 
     def events_where(self, where: pl.Expr) -> pl.DataFrame:
-        """`events.filter(where)`, read without holding the whole table: the stored table is scanned in batches
-        (dictionary columns as plain strings, so `where` sees what `events` has) and only the rows kept are sorted.
+        """`events.filter(where)`, read without holding the whole table: the stored table is scanned with `where`
+        and only the rows kept are read and sorted. `where` compares the dictionary columns (file, code, severity) by
+        equality or membership only.
         A big run's events are mostly progress chatter (checkpoint saves, warnings): a detector that looks at some
         of them (the errors, one file's lines) asks for those."""
         if "events" in self.__dict__:  # already read whole
             return self.events.filter(where)
-        rows = self._stored("events").with_columns(pl.col(pl.Categorical).cast(pl.String)).filter(where)
-        return rows.collect(engine="streaming").sort(["file", "line"], maintain_order=True)
+        # Filtered before the dictionary columns become strings, so the Parquet reader decodes the other columns of
+        # the rows kept only (equality and membership read the same on categories as on strings).
+        rows = self._stored("events").filter(where).collect(engine="streaming")
+        return plain(rows).sort(["file", "line"], maintain_order=True)
 
     def events_of(self, *codes: str, severity: tuple[str, ...] | None = None) -> pl.DataFrame:
         """Events whose code is one of `codes` (optionally of given severities), earliest first."""
