@@ -90,13 +90,10 @@ def series_ranks(ctx: Context, names: tuple[str, ...] | list[str] | str, *, fini
     if not have:
         return
     name = have[0]
-    if name not in SHARED:  # built piece by piece as it is read, nothing kept
-        for piece in ts.series_pieces(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe):
-            yield from plain(piece if cols is None else piece.select(cols)).partition_by("rank", maintain_order=True) \
-                if piece.height else []
-        return
-    pieces = ctx.memo_frames(("series", name, finite, dedupe),
-                             lambda: ts.series_pieces(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe))
+    build = lambda: ts.series_pieces(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe)  # noqa: E731
+    # A series few playbooks read is built piece by piece as it is read, nothing kept.
+    pieces = ctx.memo_frames(("series", name, finite, dedupe), build) if name in SHARED else map(plain, build())
+    # A piece holds whole ranks, or a window of one big rank's steps: the pieces of one rank are put together.
     held: list[pl.DataFrame] = []
     for piece in pieces:
         for part in (piece if cols is None else piece.select(cols)).partition_by("rank", maintain_order=True) if piece.height else []:

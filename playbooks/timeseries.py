@@ -266,19 +266,41 @@ def series_parts(rows: pl.LazyFrame | pl.DataFrame, finite: bool) -> Iterator[pl
     (a cached run's rows of the name) each piece reads only its ranks' rows, so the whole metric is never in
     memory (categorical columns stay categorical)."""
     lf = rows.lazy()
-    counts = lf.group_by("rank").agg(pl.len().alias("n")).collect().sort("rank", nulls_last=True)
+    counts = lf.group_by("rank").agg(pl.len().alias("n"), pl.col("step").min().alias("lo"), pl.col("step").max().alias("hi")) \
+        .collect().sort("rank", nulls_last=True)
     if counts.height == 0:
         yield _clean(lf, finite, True).collect()
         return
     batch: list[int | None] = []
     size = 0
-    for r, n in counts.iter_rows():
+    for r, n, lo, hi in counts.iter_rows():
         if batch and size + n > PART_ROWS:
             yield from _by_rank(_clean(lf.filter(_ranks_in(batch)), finite, True).collect(engine="streaming"))
             batch, size = [], 0
+        if n > PART_ROWS and lo is not None:
+            yield from _rank_in_steps(lf.filter(_ranks_in([r])), n, lo, hi, finite)
+            continue
         batch.append(r)
         size += n
-    yield from _by_rank(_clean(lf.filter(_ranks_in(batch)), finite, True).collect(engine="streaming"))
+    if batch:
+        yield from _by_rank(_clean(lf.filter(_ranks_in(batch)), finite, True).collect(engine="streaming"))
+
+
+def _rank_in_steps(rows: pl.LazyFrame, n: int, lo: int, hi: int, finite: bool) -> Iterator[pl.DataFrame]:
+    """The clean series of one big rank that logs steps, a window of about `PART_ROWS` of its rows' steps at a time, in
+    step order. Such a rank's rows without a step are dropped and each step keeps its last row (see `series`):
+    both decided within the rows of that step, so each window's clean-up is the series' rows of its steps, and the
+    sorts' temporaries hold one window (a cached run's rows are read by row groups of those steps)."""
+    count = -(-n // PART_ROWS)
+    width = max(1, -(-(hi - lo + 1) // count))
+    piece, some = None, False
+    for a in range(lo, hi + 1, width):
+        piece = _clean(rows.filter((pl.col("step") >= a) & (pl.col("step") < a + width)), finite, True).collect(engine="streaming")
+        if piece.height:
+            some = True
+            yield piece
+    if not some and piece is not None:
+        yield piece  # every value of the rank was dropped (not finite): its empty piece, for the schema
 
 
 def _by_rank(df: pl.DataFrame) -> list[pl.DataFrame]:

@@ -172,3 +172,26 @@ def test_detectors_reading_windows_or_ranks_give_the_same_finding_with_tiny_wind
 def _narrow(order_stats):
     """order_stats keeping at most one candidate (every radix pass is taken)."""
     return lambda read, ks, keep=1: order_stats(read, ks, keep=1)
+
+
+@pytest.mark.parametrize("finite", [False, True])
+def test_a_big_rank_cleaned_a_window_of_steps_at_a_time_is_the_same_series(finite, monkeypatch):
+    df = _metrics()
+    # A resumed rank (steps logged again later in its file: the later rows win), a file of a rank without steps
+    # (dropped: the rank logs steps elsewhere), a rank logging no step at all (positions stand in), all-NaN rank 5.
+    extra = [{"file": "logs/r0.log", "line": 900 + i, "ts": None, "rank": 0, "step": 30 + 3 * i, "name": "loss",
+              "value": 9.0 + i, "source": "hf_dict"} for i in range(40)]
+    extra += [{"file": "logs/r0b.log", "line": i, "ts": None, "rank": 0, "step": None, "name": "loss", "value": 7.0,
+               "source": "hf_dict"} for i in range(20)]
+    extra += [{"file": "logs/r4.log", "line": i, "ts": None, "rank": 4, "step": None, "name": "loss", "value": 1.0 + i,
+               "source": "hf_dict"} for i in range(150)]
+    extra += [{"file": "logs/r5.log", "line": i, "ts": None, "rank": 5, "step": i, "name": "loss", "value": math.nan,
+               "source": "hf_dict"} for i in range(150)]
+    lazy = pl.concat([df, pl.DataFrame(extra, schema=df.schema)]).lazy().with_columns(pl.col("file", "name", "source").cast(pl.Categorical))
+    want = ts.series(lazy, "loss", finite=finite)
+    monkeypatch.setattr(ts, "PART_ROWS", 40)
+    pieces = list(ts.series_pieces(lazy, "loss", finite=finite))
+    assert len(pieces) > 12  # the big ranks came in several windows each
+    assert pl.concat(pieces).with_columns(pl.col(pl.Categorical).cast(pl.String)).equals(want)
+    assert ts.series(lazy, "loss", finite=finite).equals(want)
+    assert want.filter((pl.col("rank") == 0) & (pl.col("step") == 33)).get_column("value").to_list() == [10.0]

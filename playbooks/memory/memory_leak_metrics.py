@@ -44,10 +44,7 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
         return None
     leaks.sort(key=lambda x: -x[0])
     rel, name, t, part = leaks[0]
-    quoted = [part.item(0, "step"), part.item(part.height // 2, "step"), part.item(-1, "step")]
-    rows = M.series_where(ctx, name, pl.col("rank").eq_missing(pl.lit(part.item(0, "rank"), pl.Int32)) & pl.col("step").is_in(quoted),
-                          finite=True)[0]
-    rows = pl.DataFrame({"step": quoted}).join(rows, on="step", how="left", maintain_order="left")
+    rows = M.provenance(ctx, name, pl.concat([part.head(1), part.slice(part.height // 2, 1), part.tail(1)]), finite=True)
     first, last = rows.row(0, named=True), rows.row(-1, named=True)
     rank = f" on rank {first['rank']}" if first["rank"] is not None else ""
     summary = (f"{name}{rank} rose steadily from {M.fmt(first['value'])} to {M.fmt(last['value'])} between steps {first['step']} and "

@@ -131,11 +131,10 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
         causes = {"gc_or_checkpoint": 0.7, "throttling": 0.4, "straggler": 0.3}
         facts = {"kind": "outliers", "outliers": sp.height}
         count = sp.height
-    # The rows quoted, and the onset's, with their provenance (one row per step of this rank: the series is deduplicated).
-    got = M.series_where(ctx, M.STEP_TIME, pl.col("rank").eq_missing(pl.lit(rank, pl.Int32)) & pl.col("step").is_in([first["step"], *quoted.get_column("step")]),
-                         finite=True)[0]
-    first = got.filter(pl.col("step") == first["step"]).row(0, named=True)
-    quoted = quoted.select("step").join(got, on="step", how="left", maintain_order="left")
+    # The rows quoted, and the onset's, with their provenance.
+    at = pl.DataFrame({"rank": [first["rank"]], "step": [first["step"]]}, schema={"rank": pl.Int32, "step": pl.Int64})
+    first = M.provenance(ctx, M.STEP_TIME, at, finite=True).row(0, named=True)
+    quoted = M.provenance(ctx, M.STEP_TIME, quoted.select("rank", "step"), finite=True)
     # The allocator flushing its cache and retrying cudaMalloc during the run is memory pressure, seen directly.
     pressure = events(ctx, PRESSURE_CODES)
     cause_ev = {}
