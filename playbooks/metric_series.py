@@ -179,14 +179,15 @@ def series_columns(ctx: Context, names: tuple[str, ...] | list[str] | str, cols:
     return pl.concat(parts) if parts else series(ctx, names, finite=finite, dedupe=dedupe).select(cols)
 
 
-def series_lowest_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bool = False) -> tuple[pl.DataFrame, int]:
+def series_lowest_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bool = False,
+                       dedupe: bool = True) -> tuple[pl.DataFrame, int]:
     """The rows of the lowest rank of `series(ctx, names, ...)` (every row when no row has a rank: `ts.lowest_rank`,
     in step order) and how many rows the whole series has, read one rank at a time."""
     first, total = None, 0
-    for part in series_ranks(ctx, names, finite=finite):
+    for part in series_ranks(ctx, names, finite=finite, dedupe=dedupe):
         total += part.height
         first = part if first is None else first
-    return (first if first is not None else series(ctx, names, finite=finite)), total
+    return (first if first is not None else series(ctx, names, finite=finite, dedupe=dedupe)), total
 
 
 def series_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, rank: int | None, *, finite: bool = False,
