@@ -35,7 +35,7 @@ def within(ctx: Context, ev: pl.DataFrame, context: str) -> pl.DataFrame:
     if ev.height == 0:
         return ev
     own = ev.filter(pl.col("text").str.contains(context) | pl.col("message").str.contains(context))
-    blocks = ctx.events.filter(pl.col("end_line") > pl.col("line")).filter(pl.col("text").str.contains(context))
+    blocks = ctx.events_where((pl.col("end_line") > pl.col("line")) & pl.col("text").str.contains(context))
     if blocks.height == 0:
         return own
     joined = ev.join(blocks.select("file", pl.col("line").alias("b0"), pl.col("end_line").alias("b1")), on="file")

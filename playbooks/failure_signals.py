@@ -35,7 +35,7 @@ def failure_signals(ctx: Context) -> pl.DataFrame:
     function; any other error counts when no progress line of its rank follows it in its file (an error the
     program recovered from is followed by more training). Nothing counts after a stop from outside.
     """
-    ev = ctx.events.filter(pl.col("severity") == "error")
+    ev = ctx.events_where(pl.col("severity") == "error")
     if ev.height == 0:
         return ev
     ev = _before_outside_stop(ctx, ev.filter(~pl.col("code").is_in(list(OUTSIDE_STOP_CODES))))

@@ -79,30 +79,76 @@ def series(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bo
 
 
 def series_ranks(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bool = False,
-                 dedupe: bool = True) -> Iterator[pl.DataFrame]:
+                 dedupe: bool = True, cols: tuple[str, ...] | None = None) -> Iterator[pl.DataFrame]:
     """`series(ctx, names, ...)` one rank at a time, in its order (the lowest rank first, rows without a rank
     last): the concatenation of the frames is the series. A series many playbooks share is read back from its
-    copy on disk piece by piece, so a detector that decides rank by rank holds one rank's rows, not all."""
+    copy on disk piece by piece, so a detector that decides rank by rank holds one rank's rows, not all; with
+    `cols` (which must include rank), only those columns of them (a rank's ranks, steps and values, not every
+    row's provenance strings: fetch the rows quoted with `series_where` at the end)."""
     wanted = [names] if isinstance(names, str) else list(names)
     have = present(ctx, wanted)
     if not have:
         return
     name = have[0]
-    if name not in SHARED:  # built piece by piece as it is read, nothing kept
-        for piece in ts.series_pieces(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe):
-            yield from plain(piece).partition_by("rank", maintain_order=True) if piece.height else []
-        return
-    pieces = ctx.memo_frames(("series", name, finite, dedupe),
-                             lambda: ts.series_pieces(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe))
+    build = lambda: ts.series_pieces(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe)  # noqa: E731
+    # A series few playbooks read is built piece by piece as it is read, nothing kept.
+    pieces = ctx.memo_frames(("series", name, finite, dedupe), build) if name in SHARED else map(plain, build())
+    # A piece holds whole ranks, or a window of one big rank's steps: the pieces of one rank are put together.
     held: list[pl.DataFrame] = []
     for piece in pieces:
-        for part in piece.partition_by("rank", maintain_order=True) if piece.height else []:
+        for part in (piece if cols is None else piece.select(cols)).partition_by("rank", maintain_order=True) if piece.height else []:
             if held and held[0].get_column("rank")[0] != part.get_column("rank")[0]:
                 yield pl.concat(held)
                 held = []
             held.append(part)
     if held:
         yield pl.concat(held)
+
+
+def several_ranks(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bool = False) -> bool:
+    """Whether the raw rows of the metric `series(ctx, names, ...)` is made of come from two ranks or more (finite
+    values only with `finite`): read from two columns, before any series is built. The series keeps a subset of
+    those rows, so False means it has fewer than two ranks."""
+    have = present(ctx, [names] if isinstance(names, str) else list(names))
+    if not have:
+        return False
+    rows = ctx.metrics_lazy([have[0]])
+    if finite:
+        rows = rows.filter(pl.col("value").is_finite())
+    return rows.select(pl.col("rank").drop_nulls().n_unique()).collect(engine="streaming").item() >= 2
+
+
+# Rows of a series in one window of `series_steps` (every rank's rows of some steps), about.
+WINDOW_ROWS = 1 << 18
+
+
+def series_steps(ctx: Context, names: tuple[str, ...] | list[str] | str, cols: tuple[str, ...] = ("rank", "step", "value"),
+                 *, finite: bool = False, dedupe: bool = True) -> Iterator[pl.DataFrame]:
+    """Some columns (`cols`, step among them) of `series(ctx, names, ...)` in windows of whole steps, the lowest steps
+    first: each window holds every rank's rows of its steps, in series order (rank, then step), so per-step questions
+    across ranks (the ranks' spread or median at a step) are answered window by window and their answers put end to end.
+    Built once per run from the series read rank by rank (each rank's rows written to the windows of their steps),
+    so neither the series nor the regrouped copy is ever whole in memory: a window has about `WINDOW_ROWS` rows
+    (more only where the steps are very unevenly spread)."""
+    wanted = [names] if isinstance(names, str) else list(names)
+    have = present(ctx, wanted)
+    if not have:
+        return
+    name = have[0]
+
+    def windows() -> Iterator[pl.DataFrame]:
+        # Window width in steps from the raw rows' step range: any step (a stand-in position, one outside the range)
+        # still lands in a window of steps in order, so the windows only get uneven, never wrong.
+        lo, hi, n = ctx.metrics_lazy([name]).select(pl.col("step").min().alias("lo"), pl.col("step").max().alias("hi"), pl.len()) \
+            .collect(engine="streaming").row(0)
+        lo, hi = (1, n) if lo is None else (lo, hi)
+        count = max(1, min(-(-n // WINDOW_ROWS), 256))
+        width = max(1, -(-(hi - lo + 1) // count))
+        window = ((pl.col("step") - lo) // width).clip(0, count - 1).alias("_window")
+        for part in series_ranks(ctx, name, finite=finite, dedupe=dedupe, cols=tuple(dict.fromkeys(("rank", "step", *cols)))):
+            yield part.select(*cols, window)
+
+    yield from ctx.memo_groups(("series_steps", name, finite, dedupe, tuple(cols)), windows, "_window")
 
 
 def series_where(ctx: Context, names: tuple[str, ...] | list[str] | str, where: pl.Expr, *, finite: bool = False,
@@ -133,25 +179,45 @@ def series_columns(ctx: Context, names: tuple[str, ...] | list[str] | str, cols:
     return pl.concat(parts) if parts else series(ctx, names, finite=finite, dedupe=dedupe).select(cols)
 
 
-def series_lowest_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bool = False) -> tuple[pl.DataFrame, int]:
+def series_lowest_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bool = False,
+                       dedupe: bool = True) -> tuple[pl.DataFrame, int]:
     """The rows of the lowest rank of `series(ctx, names, ...)` (every row when no row has a rank: `ts.lowest_rank`,
     in step order) and how many rows the whole series has, read one rank at a time."""
     first, total = None, 0
-    for part in series_ranks(ctx, names, finite=finite):
+    for part in series_ranks(ctx, names, finite=finite, dedupe=dedupe):
         total += part.height
         first = part if first is None else first
-    return (first if first is not None else series(ctx, names, finite=finite)), total
+    return (first if first is not None else series(ctx, names, finite=finite, dedupe=dedupe)), total
 
 
 def series_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, rank: int | None, *, finite: bool = False,
-                dedupe: bool = True) -> pl.DataFrame:
-    """The rows of one rank (None: the rows without a rank) of `series(ctx, names, ...)`, read one rank at a time."""
+                dedupe: bool = True, cols: tuple[str, ...] | None = None) -> pl.DataFrame:
+    """The rows of one rank (None: the rows without a rank) of `series(ctx, names, ...)`, read one rank at a time
+    (only `cols` of them with `cols`, rank among them)."""
     last = None
-    for part in series_ranks(ctx, names, finite=finite, dedupe=dedupe):
+    for part in series_ranks(ctx, names, finite=finite, dedupe=dedupe, cols=cols):
         if part.get_column("rank")[0] == rank:
             return part
         last = part
-    return last.clear() if last is not None else series(ctx, names, finite=finite, dedupe=dedupe)
+    if last is not None:
+        return last.clear()
+    whole = series(ctx, names, finite=finite, dedupe=dedupe)
+    return whole if cols is None else whole.select(cols)
+
+
+def provenance(ctx: Context, names: tuple[str, ...] | list[str] | str, rows: pl.DataFrame, *,
+               finite: bool = False) -> pl.DataFrame:
+    """`rows` (rank, step and what was computed on them, from a series read with a few columns: `series_ranks` with
+    `cols`) with the series' own columns of those rows (file, line, ts, name, ...) in their order, read at the end
+    for the rows a finding quotes (a deduplicated series has one row per rank and step)."""
+    if rows.height == 0:
+        return rows
+    ranks = rows.get_column("rank").unique().to_list()
+    known = [r for r in ranks if r is not None]
+    rank_in = pl.col("rank").is_in(known) | (pl.col("rank").is_null() if None in ranks else pl.lit(False))
+    got = series_where(ctx, names, rank_in & pl.col("step").is_in(rows.get_column("step").unique().to_list()), finite=finite)[0]
+    own = [c for c in rows.columns if c in ("rank", "step") or c not in got.columns]
+    return rows.select(own).join(got, on=["rank", "step"], how="left", nulls_equal=True, maintain_order="left")
 
 
 def quote(rows: pl.DataFrame, limit: int = 8) -> list[Evidence]:
@@ -194,12 +260,9 @@ def onset_of_step(s: pl.DataFrame, step: int, rank: int | None = None) -> Onset:
 
 def lr_at(ctx: Context, step: int | None) -> float | None:
     """The logged learning rate at (or last before) a step, lowest rank; None when no LR is logged."""
-    s = series(ctx, LR, finite=True)
+    s = series_lowest_rank(ctx, LR, finite=True)[0]  # read one rank at a time: the lowest is the one kept
     if s.height == 0:
         return None
-    ranks = s.get_column("rank").drop_nulls()
-    if ranks.len():
-        s = s.filter(pl.col("rank") == ranks.min())
     if step is None:
         return float(s.item(-1, "value"))
     before = s.filter(pl.col("step") <= step)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
@@ -139,6 +139,7 @@ class Identical:
     identical_steps: int  # of those, steps where every rank's value is equal
     first_step: int | None  # first common step
     first_identical: int | None
+    last_identical: int | None = None
 
     @property
     def fraction(self) -> float:
@@ -172,6 +173,9 @@ def _ensure_cols(df: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame
     have = df.collect_schema().names()
     return df.with_columns(pl.lit(None, t).alias(c) for c, t in missing.items() if c not in have)
 
+
+# The columns a rank's, step's or window's statistics read, empty.
+SLIM_SCHEMA = {"rank": pl.Int32, "step": pl.Int64, "value": pl.Float64}
 
 # A row's position in the series a helper was given (see `slim`).
 AT = "_at"
@@ -262,19 +266,41 @@ def series_parts(rows: pl.LazyFrame | pl.DataFrame, finite: bool) -> Iterator[pl
     (a cached run's rows of the name) each piece reads only its ranks' rows, so the whole metric is never in
     memory (categorical columns stay categorical)."""
     lf = rows.lazy()
-    counts = lf.group_by("rank").agg(pl.len().alias("n")).collect().sort("rank", nulls_last=True)
+    counts = lf.group_by("rank").agg(pl.len().alias("n"), pl.col("step").min().alias("lo"), pl.col("step").max().alias("hi")) \
+        .collect().sort("rank", nulls_last=True)
     if counts.height == 0:
         yield _clean(lf, finite, True).collect()
         return
     batch: list[int | None] = []
     size = 0
-    for r, n in counts.iter_rows():
+    for r, n, lo, hi in counts.iter_rows():
         if batch and size + n > PART_ROWS:
             yield from _by_rank(_clean(lf.filter(_ranks_in(batch)), finite, True).collect(engine="streaming"))
             batch, size = [], 0
+        if n > PART_ROWS and lo is not None:
+            yield from _rank_in_steps(lf.filter(_ranks_in([r])), n, lo, hi, finite)
+            continue
         batch.append(r)
         size += n
-    yield from _by_rank(_clean(lf.filter(_ranks_in(batch)), finite, True).collect(engine="streaming"))
+    if batch:
+        yield from _by_rank(_clean(lf.filter(_ranks_in(batch)), finite, True).collect(engine="streaming"))
+
+
+def _rank_in_steps(rows: pl.LazyFrame, n: int, lo: int, hi: int, finite: bool) -> Iterator[pl.DataFrame]:
+    """The clean series of one big rank that logs steps, a window of about `PART_ROWS` of its rows' steps at a time, in
+    step order. Such a rank's rows without a step are dropped and each step keeps its last row (see `series`):
+    both decided within the rows of that step, so each window's clean-up is the series' rows of its steps, and the
+    sorts' temporaries hold one window (a cached run's rows are read by row groups of those steps)."""
+    count = -(-n // PART_ROWS)
+    width = max(1, -(-(hi - lo + 1) // count))
+    piece, some = None, False
+    for a in range(lo, hi + 1, width):
+        piece = _clean(rows.filter((pl.col("step") >= a) & (pl.col("step") < a + width)), finite, True).collect(engine="streaming")
+        if piece.height:
+            some = True
+            yield piece
+    if not some and piece is not None:
+        yield piece  # every value of the rank was dropped (not finite): its empty piece, for the schema
 
 
 def _by_rank(df: pl.DataFrame) -> list[pl.DataFrame]:
@@ -659,6 +685,111 @@ def trend(s: pl.DataFrame) -> Trend | None:
                  last_step=r["last_step"], first_fit=r["first_fit"], last_fit=r["last_fit"])
 
 
+def trend_over(parts: Iterable[pl.DataFrame]) -> Trend | None:
+    """`trend` of a series given in pieces (one rank at a time), one piece in memory at a time: each piece's count,
+    means and centred sums of squares and products, pooled (Chan et al.'s update). A series of one piece gives
+    `trend`'s numbers exactly; pooled pieces give the same fit up to float rounding."""
+    only, pooled = None, None
+    for part in parts:
+        f = _ensure_cols(part).select("step", "value").filter(pl.col("value").is_finite() & pl.col("step").is_not_null())
+        if f.height == 0:
+            continue
+        if only is None and pooled is None:
+            only = part
+            continue
+        if pooled is None:
+            pooled = _moments(_ensure_cols(only).select("step", "value")
+                              .filter(pl.col("value").is_finite() & pl.col("step").is_not_null()))
+        pooled = _pool(pooled, _moments(f))
+    if pooled is None:
+        return trend(only) if only is not None else None
+    n, mx, my, sxx, syy, sxy, lo, hi = pooled
+    if n < 3:
+        return None
+    slope = sxy / sxx if sxx > 0 else 0.0
+    r2 = (sxy / math.sqrt(sxx * syy)) ** 2 if sxx > 0 and syy > 0 else 0.0
+    intercept = my - slope * mx
+    return Trend(slope=slope, intercept=intercept, r2=r2, n=n, first_step=lo, last_step=hi,
+                 first_fit=intercept + slope * lo, last_fit=intercept + slope * hi)
+
+
+def _moments(f: pl.DataFrame) -> tuple:
+    """(n, mean step, mean value, centred sums of squares of step and value, of their product, first and last step)."""
+    x = f.get_column("step").cast(pl.Float64).to_numpy()
+    y = f.get_column("value").to_numpy()
+    mx, my = float(x.mean()), float(y.mean())
+    dx, dy = x - mx, y - my
+    return (len(x), mx, my, float(dx @ dx), float(dy @ dy), float(dx @ dy),
+            int(f.get_column("step").min()), int(f.get_column("step").max()))
+
+
+def _pool(a: tuple, b: tuple) -> tuple:
+    na, mxa, mya, sxxa, syya, sxya, loa, hia = a
+    nb, mxb, myb, sxxb, syyb, sxyb, lob, hib = b
+    n = na + nb
+    dx, dy = mxb - mxa, myb - mya
+    w = na * nb / n
+    return (n, mxa + dx * nb / n, mya + dy * nb / n, sxxa + sxxb + dx * dx * w, syya + syyb + dy * dy * w,
+            sxya + sxyb + dx * dy * w, min(loa, lob), max(hia, hib))
+
+
+def order_stats(read: Callable[[], Iterable[np.ndarray]], ks: Sequence[int], keep: int = 1 << 21) -> list[float]:
+    """The `k`-th smallest (0-based) of the numbers `read()` gives in pieces (no NaN), for each k of `ks`: exact, each
+    pass reading the pieces again and holding a histogram per k and at most `keep` candidates, never every number (a
+    radix selection on the numbers' order-preserving 64-bit keys, 16 bits a pass; two passes for most data)."""
+    # Per k: [prefix, bits, rank among the candidates, how many candidates (-1: not known yet)], the candidates
+    # being the keys whose top `bits` bits are `prefix`.
+    state = [[0, 0, k, -1] for k in ks]
+    out: list[float | None] = [None] * len(ks)
+
+    def candidates(x: np.ndarray, prefix: int, bits: int) -> np.ndarray:
+        return x[(x >> np.uint64(64 - bits)) == np.uint64(prefix)] if bits else x
+
+    while any(v is None for v in out):
+        open_ = [i for i, v in enumerate(out) if v is None]
+        narrow = [i for i in open_ if not 0 <= state[i][3] <= keep and state[i][1] < 64]
+        hists = {i: np.zeros(1 << 16, np.int64) for i in narrow}
+        got: dict[int, list[np.ndarray]] = {i: [] for i in open_ if i not in hists}
+        for x in read():
+            key = _sort_key(x)
+            for i in narrow:
+                prefix, bits = state[i][:2]
+                top = (candidates(key, prefix, bits) >> np.uint64(48 - bits)) & np.uint64(0xFFFF)
+                hists[i] += np.bincount(top.astype(np.int64), minlength=1 << 16)
+            for i in got:
+                got[i].append(candidates(key, *state[i][:2]))
+        for i, hist in hists.items():
+            prefix, bits, rank, _ = state[i]
+            cum = np.cumsum(hist)
+            b = int(np.searchsorted(cum, rank, side="right"))
+            state[i] = [(prefix << 16) | b, bits + 16, rank - (int(cum[b - 1]) if b else 0), int(hist[b])]
+        for i, pieces in got.items():
+            rank = state[i][2]
+            out[i] = _from_key(np.partition(np.concatenate(pieces), rank)[rank])
+    return [float(v) for v in out if v is not None]
+
+
+def _sort_key(x: np.ndarray) -> np.ndarray:
+    """Floats as unsigned keys in the same order (negatives bit-flipped, positives with the sign bit set)."""
+    b = np.ascontiguousarray(x, dtype=np.float64).view(np.uint64)
+    return np.where(b >> np.uint64(63), ~b, b | np.uint64(1 << 63))
+
+
+def _from_key(k: np.uint64) -> float:
+    """The float of a `_sort_key` key."""
+    k = np.uint64(k)
+    b = k ^ np.uint64(1 << 63) if k >> np.uint64(63) else ~k
+    return float(np.array([b], np.uint64).view(np.float64)[0])
+
+
+def median_over(read: Callable[[], Iterable[np.ndarray]], n: int) -> float:
+    """The median (the same float as polars') of the `n` numbers `read()` gives in pieces, by `order_stats`."""
+    if n % 2:
+        return order_stats(read, [n // 2])[0]
+    lo, hi = order_stats(read, [n // 2 - 1, n // 2])
+    return float(pl.Series([lo, hi]).median())  # polars' interpolation between the two middle numbers
+
+
 # --------------------------------------------------------------------------------------------
 # Plateaus
 # --------------------------------------------------------------------------------------------
@@ -936,27 +1067,54 @@ def rank_spread(s: pl.DataFrame, min_ranks: int = 2) -> pl.DataFrame:
 
 def identical_across_ranks(s: pl.DataFrame, rel_tol: float = 0.0) -> Identical:
     """How many steps logged by >= 2 ranks carry the same value on every rank (within `rel_tol`)."""
-    sp = rank_spread(s)
-    ranks = sorted(_ensure_cols(s).get_column("rank").drop_nulls().unique().to_list())
-    if sp.height == 0:
-        return Identical(ranks=ranks, common_steps=0, identical_steps=0, first_step=None, first_identical=None)
-    same = sp.filter(pl.col("rel_diff") <= rel_tol)
-    return Identical(ranks=ranks, common_steps=sp.height, identical_steps=same.height,
-                     first_step=int(sp.item(0, "step")),
-                     first_identical=int(same.item(0, "step")) if same.height else None)
+    return identical_over([s], rel_tol)
+
+
+def spread_over(windows: Iterable[pl.DataFrame], min_ranks: int = 2) -> tuple[pl.DataFrame, list[int]]:
+    """`rank_spread` of a series given in windows of whole steps (`metric_series.series_steps`), computed one window
+    at a time (the table has one row per step), and the ranks of the series."""
+    ranks: set[int] = set()
+    parts = []
+    for w in windows:
+        ranks.update(_ensure_cols(w).get_column("rank").drop_nulls().unique().to_list())
+        parts.append(rank_spread(w, min_ranks))
+    return (pl.concat(parts) if parts else rank_spread(pl.DataFrame(schema=SLIM_SCHEMA), min_ranks)), sorted(ranks)
+
+
+def identical_over(windows: Iterable[pl.DataFrame], rel_tol: float = 0.0) -> Identical:
+    """`identical_across_ranks` of a series given in windows of whole steps (every rank's rows of each step in one
+    window, the windows in step order: `metric_series.series_steps`), one window in memory at a time."""
+    ranks: set[int] = set()
+    common = same = 0
+    first = first_same = last_same = None
+    for w in windows:
+        ranks.update(_ensure_cols(w).get_column("rank").drop_nulls().unique().to_list())
+        sp = rank_spread(w)
+        if sp.height == 0:
+            continue
+        hit = sp.filter(pl.col("rel_diff") <= rel_tol)
+        common += sp.height
+        same += hit.height
+        first = int(sp.item(0, "step")) if first is None else first
+        if hit.height:
+            first_same = int(hit.item(0, "step")) if first_same is None else first_same
+            last_same = int(hit.item(-1, "step"))
+    return Identical(ranks=sorted(ranks), common_steps=common, identical_steps=same, first_step=first,
+                     first_identical=first_same, last_identical=last_same)
 
 
 def per_rank(s: pl.DataFrame) -> pl.DataFrame:
     """Per rank: points, first/last step, median, p90 of finite values and the ratio of its median to the
     median of the other ranks' medians (a straggler's step time has ratio > 1)."""
-    f = _ensure_cols(s).select("rank", "step", "value").filter(pl.col("value").is_finite())
-    g = f.group_by("rank").agg(
-        pl.len().alias("points"),
-        pl.col("step").min().alias("first_step"),
-        pl.col("step").max().alias("last_step"),
-        pl.col("value").median().alias("median"),
-        pl.col("value").quantile(0.9, "linear").alias("p90"),
-    ).sort("rank", nulls_last=True)
+    return per_rank_over([s])
+
+
+def per_rank_over(parts: Iterable[pl.DataFrame]) -> pl.DataFrame:
+    """`per_rank` of a series given in pieces of whole ranks (one rank at a time: `metric_series.series_ranks`),
+    one piece in memory at a time."""
+    stats = [_rank_stats(p) for p in parts]
+    g = pl.concat(stats) if stats else _rank_stats(pl.DataFrame(schema=SLIM_SCHEMA))
+    g = g.sort("rank", nulls_last=True)
     meds = g.get_column("median").to_list()
     others = [
         float(pl.Series([m for j, m in enumerate(meds) if j != i]).median()) if len(meds) > 1 else float("nan")
@@ -964,6 +1122,18 @@ def per_rank(s: pl.DataFrame) -> pl.DataFrame:
     ]
     return g.with_columns(pl.Series("others_median", others, pl.Float64)).with_columns(
         (pl.col("median") / pl.col("others_median")).alias("ratio")
+    )
+
+
+def _rank_stats(s: pl.DataFrame) -> pl.DataFrame:
+    """`per_rank`'s statistics of each rank of some rows (whole ranks)."""
+    f = _ensure_cols(s).select("rank", "step", "value").filter(pl.col("value").is_finite())
+    return f.group_by("rank").agg(
+        pl.len().alias("points"),
+        pl.col("step").min().alias("first_step"),
+        pl.col("step").max().alias("last_step"),
+        pl.col("value").median().alias("median"),
+        pl.col("value").quantile(0.9, "linear").alias("p90"),
     )
 
 

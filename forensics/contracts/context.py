@@ -108,23 +108,54 @@ class Context:
                 assert isinstance(df, pl.DataFrame)
                 yield plain(df)
 
-    def _spill(self, frames: pl.DataFrame | Iterator[pl.DataFrame]) -> Path:
+    def memo_groups(self, key: tuple, compute, by: str) -> Iterator[pl.DataFrame]:
+        """The rows of the frames `compute()` gives (an iterator of frames with one schema), regrouped by their
+        integer column `by` (dropped): written to disk once, one Arrow IPC stream per value as the pieces arrive,
+        and read back one value at a time, lowest first, each value's rows in the order given, with plain strings.
+        A reader that needs rows of every piece together (every rank's rows of a window of steps, when `by`
+        numbers step windows) holds one group, and the writer one piece, never the whole."""
+        paths = self.memo(key, lambda: self._spill_groups(compute(), by))
+        for path in paths:
+            yield plain(pl.read_ipc_stream(path))
+
+    def _spill_dir(self) -> Path:
         if "spill_dir" not in self._memo:
             folder = tempfile.mkdtemp(prefix="forensics-series-")
             weakref.finalize(self, shutil.rmtree, folder, True)
             self._memo["spill_dir"] = Path(folder)
-        path = self._memo["spill_dir"] / f"{len(self._memo)}.arrows"
+        return self._memo["spill_dir"]
+
+    def _spill(self, frames: pl.DataFrame | Iterator[pl.DataFrame]) -> Path:
+        path = self._spill_dir() / f"{len(self._memo)}.arrows"
         writer = None
         with pa.OSFile(str(path), "wb") as sink:
             for df in [frames] if isinstance(frames, pl.DataFrame) else frames:
                 table = plain(df).to_arrow()
                 if writer is None:
-                    writer = pa.ipc.new_stream(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="lz4"))
+                    writer = _stream(sink, table.schema)
                 writer.write_table(table)
             if writer is None:
                 raise ValueError("memo_frame: compute gave no frame")
             writer.close()
         return path
+
+    def _spill_groups(self, frames: Iterator[pl.DataFrame], by: str) -> list[Path]:
+        folder = self._spill_dir() / f"{len(self._memo)}.groups"
+        folder.mkdir()
+        open_: dict[int, tuple[pa.OSFile, pa.ipc.RecordBatchStreamWriter]] = {}
+        try:
+            for df in frames:
+                for (value,), part in plain(df).partition_by(by, as_dict=True, include_key=False).items():
+                    table = part.to_arrow()
+                    if value not in open_:
+                        sink = pa.OSFile(str(folder / f"{value}.arrows"), "wb")
+                        open_[value] = (sink, _stream(sink, table.schema))
+                    open_[value][1].write_table(table)
+        finally:
+            for sink, writer in open_.values():
+                writer.close()
+                sink.close()
+        return [folder / f"{value}.arrows" for value in sorted(open_)]
 
     @property
     def metric_names(self) -> set[str]:
@@ -187,15 +218,30 @@ class Context:
 
     @cached_property
     def events(self) -> pl.DataFrame:
-        """The events table sorted by time where known, then file and line."""
-        return self.table("events").sort(["file", "line"])
+        """The events table sorted by file and line (one copy: `table("events")` is not kept beside it)."""
+        if "events" in self._frames:
+            return self._frames["events"].sort(["file", "line"], maintain_order=True)
+        return plain(self._stored("events").collect()).sort(["file", "line"], maintain_order=True)
+
+    def events_where(self, where: pl.Expr) -> pl.DataFrame:
+        """`events.filter(where)`, read without holding the whole table: the stored table is scanned with `where`
+        and only the rows kept are read and sorted. `where` compares the dictionary columns (file, code, severity) by
+        equality or membership only.
+        A big run's events are mostly progress chatter (checkpoint saves, warnings): a detector that looks at some
+        of them (the errors, one file's lines) asks for those."""
+        if "events" in self.__dict__:  # already read whole
+            return self.events.filter(where)
+        # Filtered before the dictionary columns become strings, so the Parquet reader decodes the other columns of
+        # the rows kept only (equality and membership read the same on categories as on strings).
+        rows = self._stored("events").filter(where).collect(engine="streaming")
+        return plain(rows).sort(["file", "line"], maintain_order=True)
 
     def events_of(self, *codes: str, severity: tuple[str, ...] | None = None) -> pl.DataFrame:
         """Events whose code is one of `codes` (optionally of given severities), earliest first."""
-        ev = self.events.filter(pl.col("code").is_in(list(codes)))
+        where = pl.col("code").is_in(list(codes))
         if severity:
-            ev = ev.filter(pl.col("severity").is_in(list(severity)))
-        return sort_by_onset(ev)
+            where = where & pl.col("severity").is_in(list(severity))
+        return sort_by_onset(self.events_where(where))
 
     @cached_property
     def metrics(self) -> pl.DataFrame:
@@ -205,6 +251,11 @@ class Context:
     def metric(self, name: str) -> pl.DataFrame:
         """Rows of one canonical metric, in file and line order."""
         return self.metric_rows(name).sort(["file", "line"])
+
+
+def _stream(sink: pa.OSFile, schema: pa.Schema) -> pa.ipc.RecordBatchStreamWriter:
+    """An Arrow IPC stream writer for a spilled frame (lz4: a few times smaller, cheap to read back)."""
+    return pa.ipc.new_stream(sink, schema, options=pa.ipc.IpcWriteOptions(compression="lz4"))
 
 
 def event_count(ev: pl.DataFrame) -> int:

@@ -81,7 +81,7 @@ def detect_events(ctx: Context, th: dict) -> Detection | None:
 
 def _raised_in_a_thread(ctx: Context, ev: pl.DataFrame) -> bool:
     """Whether one of the errors sits inside a traceback raised in a `threading.Thread` (not the main thread)."""
-    blocks = ctx.events.filter((pl.col("code") == "python_traceback")
+    blocks = ctx.events_where((pl.col("code") == "python_traceback")
                                & pl.col("text").str.contains(r"threading\.py.*_bootstrap_inner|Exception in thread"))
     if blocks.height == 0:
         return False

@@ -28,7 +28,7 @@ def detect_timeout_after_fit(ctx: Context, th: dict) -> Detection | None:
     if done.height == 0:
         return None
     first_done = done.group_by("file").agg(pl.col("line").min().alias("_done"))
-    after = ctx.events.join(first_done, on="file").filter(pl.col("line") > pl.col("_done")).drop("_done")
+    after = ctx.events_where(pl.col("file").is_in(first_done.get_column("file").to_list())).join(first_done, on="file").filter(pl.col("line") > pl.col("_done")).drop("_done")
     timeouts = after.filter(pl.col("code").is_in(TIMEOUT_CODES))
     if timeouts.height == 0:
         return None

@@ -19,11 +19,13 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
     """First run of common steps where a must-agree series differs across ranks by more than rel_diff."""
     found = []
     for name in M.present(ctx, MUST_AGREE):
-        # Ranks, steps and values decide; the rows quoted are read at the end.
-        s = M.series_columns(ctx, name, ("rank", "step", "value"), finite=True)
-        if s.get_column("rank").drop_nulls().n_unique() < 2:
+        if not M.several_ranks(ctx, name, finite=True):
             continue
-        sp = M.ts.rank_spread(s)
+        # The ranks' spread at each step (one row per step), every rank's values of a window of steps at a time;
+        # the rows quoted are read at the end.
+        sp, ranks = M.ts.spread_over(M.series_steps(ctx, name, finite=True))
+        if len(ranks) < 2:
+            continue
         if sp.height < th["min_points"]:
             continue
         spread = sp.with_columns(pl.col("rel_diff").alias("value"), pl.lit(None, pl.Int32).alias("rank"))
@@ -35,11 +37,11 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
         # pipeline/tensor-parallel ranks and local pre-reduction norms differ by design).
         agreed = sp.filter((pl.col("step") < o.step) & (pl.col("rel_diff") <= th["rel_diff"])).height
         if name != "grad_norm" or agreed > 0:
-            found.append((o.step, name, o, sp, s))
+            found.append((o.step, name, o, sp, ranks))
     if not found:
         return None
     found.sort(key=lambda f: f[0])
-    step, name, o, sp, s = found[0]
+    step, name, o, sp, ranks = found[0]
     at = sp.filter(pl.col("step") == step).row(0, named=True)
     last = sp.row(-1, named=True)
     after = sp.filter(pl.col("step") >= step)
@@ -61,5 +63,5 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
         causes={"not_wrapped": 0.9 if grows else 0.5, "rank_local_randomness": 0.4, "unused_parameters": 0.3},
         confidence=0.85,
         facts={"series": name, "onset_step": step, "rel_diff": at["rel_diff"], "last_rel_diff": last["rel_diff"], "share": share},
-        ranks=sorted(r for r in s.get_column("rank").unique().to_list() if r is not None),
+        ranks=ranks,
     )

@@ -186,6 +186,6 @@ def _silent_ranks(ctx: Context, timeouts: pl.DataFrame) -> list[int]:
     known = set(ranks_of(ctx.metric_lines().filter(pl.col("step").is_not_null()).select("rank").collect())) if ctx.has("metrics") else set()
     # The launcher's account of the end (its report rows, the signals it sent) names every rank it
     # stopped, the straggler included: not an error of that rank's own.
-    own = ctx.events.filter((pl.col("severity") == "error") & ~pl.col("code").is_in(list(LAUNCHER_CODES)))
+    own = ctx.events_where((pl.col("severity") == "error") & ~pl.col("code").is_in(list(LAUNCHER_CODES)))
     erred = set(ranks_of(own))
     return sorted(known - waited - erred)

@@ -55,20 +55,19 @@ check whether the printed loss is the reduced one.
 @PLAYBOOK.detector(("metrics",))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Identical per-rank losses at equal steps."""
-    # Ranks, steps and values decide; the rows quoted are read at the end.
-    s = M.series_columns(ctx, M.LOSS, ("rank", "step", "value"), finite=True)
-    if s.get_column("rank").drop_nulls().n_unique() < 2:
+    if not M.several_ranks(ctx, M.LOSS, finite=True):
         return None
-    ident = M.ts.identical_across_ranks(s)
+    # Every rank's values of a window of steps at a time decide; the rows quoted are read at the end.
+    ident = M.ts.identical_over(M.series_steps(ctx, M.LOSS, finite=True))
+    if len(ident.ranks) < 2:
+        return None
     if ident.common_steps < th["min_common_steps"] or ident.fraction < th["identical_share"]:
         return None
     step = ident.first_identical
-    sp = M.ts.rank_spread(s)
-    later = sp.filter(pl.col("rel_diff") == 0).tail(1)
-    del s, sp
+    later = ident.last_identical
     rows = M.series_where(ctx, M.LOSS, pl.col("step") == step, finite=True)[0].sort("rank")
-    quoted = pl.concat([rows, M.series_where(ctx, M.LOSS, pl.col("step") == later.item(0, "step"), finite=True)[0].sort("rank")]) \
-        if later.height else rows
+    quoted = pl.concat([rows, M.series_where(ctx, M.LOSS, pl.col("step") == later, finite=True)[0].sort("rank")]) \
+        if later is not None else rows
     summary = (f"ranks {', '.join(str(r) for r in ident.ranks)} log the same loss at {ident.identical_steps} of {ident.common_steps} "
                f"common steps (e.g. {M.fmt(rows.item(0, 'value'))} at step {step} on every rank): they train on the same batches")
     return Detection(

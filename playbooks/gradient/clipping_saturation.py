@@ -68,42 +68,51 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if share_s.height >= th["min_points"]:
         pct = share_s.with_columns((pl.col("value") / (100.0 if float(share_s.get_column("value").max()) > 1 else 1.0)).alias("value"))
         share = float(pct.get_column("value").mean())
-        rows = pct
+        points = pct.height
         how = f"{share:.0%} of updates clipped ({share_s.item(0, 'name') if 'name' in share_s.columns else 'clip'} meter)"
     else:
         names = M.names_like(ctx, CLIP_VALUE)
-        g = M.series_columns(ctx, M.GRAD_NORM, SLIM, finite=True)
-        if not names or g.height < th["min_points"]:
+        if not names:
             return None
         clip_val = float(M.series(ctx, names[0], finite=True).get_column("value").median())
-        if clip_val <= 0:
+        # The grad norm is read one rank at a time: how many of its points are above the clip value.
+        points = above = 0
+        for part in M.series_ranks(ctx, M.GRAD_NORM, finite=True, cols=SLIM):
+            points += part.height
+            above += int((part.get_column("value") > clip_val).sum())
+        if points < th["min_points"] or clip_val <= 0:
             return None
-        rows = g.with_columns((pl.col("value") > clip_val).cast(pl.Float64).alias("value"))
-        share = float(rows.get_column("value").mean())
+        share = above / points  # the mean of the 0/1 flags, exactly
         how = f"pre-clip grad norm above {names[0]} = {M.fmt(clip_val)} on {share:.0%} of steps"
     if share < th["clipped_share"]:
         return None
-    g = M.series_columns(ctx, M.GRAD_NORM, SLIM, finite=True)
-    facts = {"clipped_share": share, "points": rows.height, "clip_value": clip_val}
+    facts = {"clipped_share": share, "points": points, "clip_value": clip_val}
     gtxt = ""
     causes = {"threshold_too_low": 0.8, "hidden_explosion": 0.3}
-    if g.height:
-        med = float(g.get_column("value").median())
+    n = sum(part.height for part in M.series_ranks(ctx, M.GRAD_NORM, finite=True, cols=SLIM))
+    if n:
+        med = M.ts.median_over(lambda: (p.get_column("value").to_numpy()
+                                        for p in M.series_ranks(ctx, M.GRAD_NORM, finite=True, cols=SLIM)), n)
         facts["median_grad_norm"] = med
         gtxt = f"; median grad norm {M.fmt(med)}" + (f" = {med / clip_val:.3g}x the clip value" if clip_val else "")
-        t = M.ts.trend(g)
+        t = M.ts.trend_over(M.series_ranks(ctx, M.GRAD_NORM, finite=True, cols=SLIM))
         if t is not None and t.r2 >= 0.5 and t.rel_change >= 1.0:
             causes = {"hidden_explosion": 0.8, "threshold_too_low": 0.4}
             gtxt += f", rising (x{1 + t.rel_change:.3g} over the run)"
-    first = rows.sort("step").row(0, named=True)
-    quoted = [first["step"], rows.sort("step").item(rows.height // 2, "step"), rows.sort("step").item(-1, "step")]
+    # The first, middle and last steps of the rows judged (their k-th smallest steps), and the rank of the first.
+    parts = (lambda: iter([share_s.select(SLIM)])) if clip_val is None \
+        else (lambda: M.series_ranks(ctx, M.GRAD_NORM, finite=True, cols=SLIM))
+    quoted = [int(x) for x in M.ts.order_stats(lambda: (p.get_column("step").to_numpy() for p in parts()),
+                                               [0, points // 2, points - 1])]
+    first_rank = next(p.filter(pl.col("step") == quoted[0]).item(0, "rank") for p in parts()
+                      if (p.get_column("step") == quoted[0]).any())
     # The grad norm's rows quoted are read at the end, with their provenance.
     src = share_s if clip_val is None else M.series_where(ctx, M.GRAD_NORM, pl.col("step").is_in(quoted), finite=True)[0]
     return Detection(
-        summary=f"gradient clipping on nearly every update: {how} over {rows.height} logged points{gtxt}",
-        onset=M.onset_of_step(src, first["step"], first.get("rank")),
+        summary=f"gradient clipping on nearly every update: {how} over {points} logged points{gtxt}",
+        onset=M.onset_of_step(src, quoted[0], first_rank),
         evidence=M.quote(M.pick(src, quoted)),
-        evidence_count=rows.height,
+        evidence_count=points,
         causes=causes,
         confidence=0.85,
         facts=facts,

@@ -17,10 +17,7 @@ TAIL = 20_000
 @PLAYBOOK.detector(("metrics",))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """The longest run of consecutive points whose loss equals the loss a fixed number of points earlier."""
-    s = M.series(ctx, M.LOSS, finite=True)
-    ranks = s.get_column("rank").drop_nulls()
-    if ranks.len():
-        s = s.filter(pl.col("rank") == ranks.min())
+    s = M.series_lowest_rank(ctx, M.LOSS, finite=True)[0]  # read one rank at a time, the lowest kept
     need = int(th["replay_min_points"])
     if s.height < 2 * need:
         return None

@@ -288,5 +288,5 @@ def _recovered(ctx: Context, ev: pl.DataFrame) -> bool:
     if not caught.all():
         return False
     last = ooms.group_by("file").agg(pl.col("line").max().alias("last"))
-    later_errors = ctx.events.filter((pl.col("severity") == "error") & ~pl.col("code").is_in(list(OOM_CODES))).join(last, on="file")
+    later_errors = ctx.events_where((pl.col("severity") == "error") & ~pl.col("code").is_in(list(OOM_CODES))).join(last, on="file")
     return later_errors.filter(pl.col("line") > pl.col("last")).height == 0

@@ -24,8 +24,8 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
     """Per memory series and rank: positive slope, good linear fit, real growth, still rising at the end."""
     leaks = []
     for name in M.names_like(ctx, MEMORY, exclude=NOT_MEMORY):
-        s = M.series(ctx, name, finite=True)
-        for part in s.partition_by("rank", maintain_order=True):
+        # One rank at a time, its steps and values (the rows quoted are read at the end).
+        for part in M.series_ranks(ctx, name, finite=True, cols=("rank", "step", "value")):
             part = part.sort("step")
             part = part.slice(int(part.height * th["warmup_share"]))
             if part.height < th["min_points"] and not _rises_throughout(part, name, th):
@@ -44,7 +44,8 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
         return None
     leaks.sort(key=lambda x: -x[0])
     rel, name, t, part = leaks[0]
-    first, last = part.row(0, named=True), part.row(-1, named=True)
+    rows = M.provenance(ctx, name, pl.concat([part.head(1), part.slice(part.height // 2, 1), part.tail(1)]), finite=True)
+    first, last = rows.row(0, named=True), rows.row(-1, named=True)
     rank = f" on rank {first['rank']}" if first["rank"] is not None else ""
     summary = (f"{name}{rank} rose steadily from {M.fmt(first['value'])} to {M.fmt(last['value'])} between steps {first['step']} and "
                f"{last['step']} (+{M.fmt(t.slope, 3)} per step, R² {t.r2:.2f}, +{rel:.0%}), no plateau")
@@ -54,7 +55,7 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
     return Detection(
         summary=summary,
         onset=M.onset_at(first),
-        evidence=M.quote(pl.concat([part.head(1), part.slice(part.height // 2, 1), part.tail(1)])),
+        evidence=M.quote(rows),
         evidence_count=sum(p.height for *_, p in leaks),
         causes={"loss_kept_with_graph": 0.6, "tensors_kept": 0.5, "pinned_or_host_buffers": 0.2},
         confidence=0.85,

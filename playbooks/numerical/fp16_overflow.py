@@ -168,12 +168,13 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     # No step dedupe here: overflow messages between two step reports carry the same step, and each
     # one is a halving (a scale series has no tqdm redraws to fold).
     have = M.present(ctx, M.LOSS_SCALE)
-    scale = M.series(ctx, M.LOSS_SCALE, finite=True, dedupe=False) if have else M.series(ctx, M.LOSS_SCALE)
+    # The lowest rank is the one judged (the scale is global): read one rank at a time, that one kept.
+    scale = M.series_lowest_rank(ctx, M.LOSS_SCALE, finite=True, dedupe=False)[0] if have else M.series(ctx, M.LOSS_SCALE)
     first = ctx.metric_lines().select(pl.col("step").min()).collect().item() if ctx.has("metrics") else None
     run_start = int(first) if first is not None else None
     if scale.height:
         candidates.append(("loss scale", _downs_from_scale(scale)))
-    skipped = M.series(ctx, ("skipped_steps",), finite=True)
+    skipped = M.series_lowest_rank(ctx, ("skipped_steps",), finite=True)[0]
     if skipped.height:
         candidates.append(("skipped steps", _downs_from_counter(skipped)))
     ev = events(ctx, ("fp16_overflow",))

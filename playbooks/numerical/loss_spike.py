@@ -80,12 +80,16 @@ early noise and a high first point (nothing before it) stay quiet.
 )
 
 
+# What the spikes are found on (the rows quoted are read with their provenance at the end).
+SLIM = ("rank", "step", "value")
+
+
 @PLAYBOOK.detector(("metrics",))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Spikes of the loss against its trailing median/MAD."""
     # Every window is within one rank: the spikes are found one rank at a time (a long run's loss is not held whole).
     found, points = [], 0
-    for part in M.series_ranks(ctx, M.LOSS, finite=True):
+    for part in M.series_ranks(ctx, M.LOSS, finite=True, cols=SLIM):  # the rows quoted are read at the end
         points += part.height
         found.append(M.ts.spikes(part, k=th["mads"], window=int(th["window"]), min_points=int(th["min_points"]),
                                  rel_floor=th["rel_floor"], upper_q=th["upper_q"]))
@@ -94,10 +98,12 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     sp = pl.concat([f for f in found if f.height]) if any(f.height for f in found) else found[0]
     if sp.height == 0:
         return None
-    first = sp.row(0, named=True)
     top = sp.sort("z").row(-1, named=True)
+    quoted = M.provenance(ctx, M.LOSS, sp.head(4), finite=True)  # the spikes quoted, with their lines
+    first = quoted.row(0, named=True)
     # The first spike's rank is all that is read again (every rank when it has none: `recovered` reads them all then).
-    s = M.series(ctx, M.LOSS, finite=True) if first["rank"] is None else M.series_rank(ctx, M.LOSS, first["rank"], finite=True)
+    s = M.series(ctx, M.LOSS, finite=True).select(SLIM) if first["rank"] is None \
+        else M.series_rank(ctx, M.LOSS, first["rank"], finite=True, cols=SLIM)
     rec = M.ts.recovered(s, first["step"], first["median"], within=int(th["recover_points"]), rel_tol=0.1, rank=first["rank"])
     after = s.filter((pl.col("step") > first["step"]) & pl.col("rank").eq_missing(first["rank"])).height
     unknown = not rec and after < th["recover_points"]  # too close to the end of the log to tell
@@ -118,8 +124,9 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         summary=summary,
         onset=M.onset_at(first),
         severity=Severity.INFO if benign else None,
-        evidence=M.quote(pl.concat([s.filter((pl.col("step") < first["step"]) & (pl.col("rank").eq_missing(first["rank"]))).tail(1),
-                                    sp.head(4)], how="diagonal_relaxed")),
+        evidence=M.quote(pl.concat([M.provenance(ctx, M.LOSS, s.filter((pl.col("step") < first["step"])
+                                                                       & (pl.col("rank").eq_missing(first["rank"]))).tail(1), finite=True),
+                                    quoted], how="diagonal_relaxed")),
         evidence_count=sp.height,
         causes=causes,
         confidence=0.85 if first["z"] >= 2 * th["mads"] else 0.7,

@@ -29,7 +29,7 @@ SHUTDOWN_CODES = KILL_CODES + ("torchrun_closing_worker", "torchrun_child_failed
 def run_errored(ctx: Context) -> bool:
     """Whether the run logged any error: a log that merely stops at a start-up line then crashed, and its playbook says
     why (the at-end hang readings of the silent_hang_* modules stay quiet)."""
-    return ctx.events.filter(pl.col("severity").is_in(ERROR_SEVERITIES)).height > 0
+    return ctx.events_where(pl.col("severity").is_in(ERROR_SEVERITIES)).height > 0
 
 
 def quiet_end(ctx: Context, form: str) -> pl.DataFrame:
@@ -233,7 +233,7 @@ def detect_stalled_rank(ctx: Context, th: dict) -> Detection | None:
     files = (m.with_row_index("_i").join(ends.lazy().select("rank", "line"), on=["rank", "line"])
              .group_by("rank").agg(pl.col("file").sort_by("_i").first()).collect(engine="streaming"))
     last = plain(ends.join(files, on="rank").select("rank", "last_step", "last_ts", "file", "line"))
-    ev = ctx.events
+    ev = ctx.events_where(pl.col("severity").is_in(ERROR_SEVERITIES))  # the errors are all it looks at
     # Only the others' progress counts as the run going on: when every rank stops at the same point and
     # the others then time out in the collective, the timeout finding reports the rank that never came.
     run_end = size[2]
@@ -299,7 +299,7 @@ def detect_stalled_then_killed(ctx: Context, th: dict) -> Detection | None:
     if typical is None or silence < max(th["stall_intervals"] * float(typical), th["stall_minutes"] * 60):
         return None
     # An error between the last progress and the kill means the run crashed (its playbook says why).
-    ev = ctx.events.filter(pl.col("severity").is_in(ERROR_SEVERITIES) & ~pl.col("code").is_in(list(SHUTDOWN_CODES)))
+    ev = ctx.events_where(pl.col("severity").is_in(ERROR_SEVERITIES) & ~pl.col("code").is_in(list(SHUTDOWN_CODES)))
     if ev.filter(pl.col("ts").is_null() | (pl.col("ts") > last_ts)).height:
         return None
     last = progress.filter(pl.col("ts") == last_ts).row(0, named=True)

@@ -55,7 +55,7 @@ def detect_interrupted_wait(ctx: Context, th: dict) -> Detection | None:
 def _waiting(ctx: Context, found: pl.DataFrame, summary: str) -> Detection:
     """The finding for the first of `found` (tracebacks or stacks whose innermost frame waits), naming that frame."""
     row = found.row(0, named=True)
-    frame = ctx.events.filter((pl.col("file") == row["file"]) & (pl.col("line") == row["line"])
+    frame = ctx.events_where((pl.col("file") == row["file"]) & (pl.col("line") == row["line"])
                               & (pl.col("code") == row["code"])).select(
         field("function").alias("function"), field("file").alias("src"), field("line").alias("src_line")).row(0, named=True)
     where = f"{frame['function']} ({frame['src'].replace(chr(92), '/').rsplit('/', 1)[-1]}:{frame['src_line']})"

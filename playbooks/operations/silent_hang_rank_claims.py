@@ -40,7 +40,7 @@ def detect_duplicate_rank_claims(ctx: Context, th: dict) -> Detection | None:
         last = grp.tail(1)
         if progress_after(ctx, last).item():
             continue
-        later = ctx.events.filter((pl.col("file") == file) & (pl.col("line") > last.item(0, "line"))
+        later = ctx.events_where((pl.col("file") == file) & (pl.col("line") > last.item(0, "line"))
                                   & pl.col("severity").is_in(ERROR_SEVERITIES))
         if later.height:
             continue  # the run failed after registering: the error's playbook says why

@@ -71,8 +71,9 @@ def _level_shift(part: pl.DataFrame, th: dict) -> tuple | None:
 def detect_metrics(ctx: Context, th: dict) -> Detection | None:
     """Per rank: late/early median ratio with a good linear fit, else repeated robust outliers."""
     found = []
-    # One rank at a time, up to the first that shows a rise (the one reported).
-    for part in M.series_ranks(ctx, M.STEP_TIME, finite=True):
+    # One rank at a time (its steps and values: the rows quoted are read at the end), up to the first that shows a
+    # rise (the one reported).
+    for part in M.series_ranks(ctx, M.STEP_TIME, finite=True, cols=("rank", "step", "value")):
         if found:
             break
         short = _short_rise(part.sort("step"), th) or _level_shift(part.sort("step"), th)
@@ -130,6 +131,10 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
         causes = {"gc_or_checkpoint": 0.7, "throttling": 0.4, "straggler": 0.3}
         facts = {"kind": "outliers", "outliers": sp.height}
         count = sp.height
+    # The rows quoted, and the onset's, with their provenance.
+    at = pl.DataFrame({"rank": [first["rank"]], "step": [first["step"]]}, schema={"rank": pl.Int32, "step": pl.Int64})
+    first = M.provenance(ctx, M.STEP_TIME, at, finite=True).row(0, named=True)
+    quoted = M.provenance(ctx, M.STEP_TIME, quoted.select("rank", "step"), finite=True)
     # The allocator flushing its cache and retrying cudaMalloc during the run is memory pressure, seen directly.
     pressure = events(ctx, PRESSURE_CODES)
     cause_ev = {}
