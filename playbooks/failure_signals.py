@@ -25,6 +25,13 @@ INTERRUPT_CODES = ("interrupt_echo",)
 # The innermost frame of an exception raised while stopping (a GUI wrapper's terminate, __del__, __exit__,
 # a close or cleanup hook): an error of the shutdown after the run, not the run's failure.
 WARNING_TEXT = r"(?i)warning\b"
+# A thread the training loop cannot go on without: PyTorch's DataLoader checks its pin-memory thread on every batch it
+# waits for and raises `RuntimeError('Pin memory thread exited unexpectedly')` once it died (torch/utils/data/
+# dataloader.py `_get_data`), so that thread's traceback ends the run even where the paste stops before the main one
+# (torchmd/torchmd-net#290, Abe404/root_painter#168, AllenCell/cyto-dl#65; with the main traceback
+# layumi/Person_reID_baseline_pytorch#365). Named by the thread (`Thread-104 (_pin_memory_loop)` on Python 3.10+) or
+# by its frames (`pin_memory.py", line 49, in _pin_memory_loop` under the 3.8 name `Thread-570`).
+LOADER_THREAD = r"\b_pin_memory_loop\b"
 TEARDOWN_FUNCTIONS = r"^(?:terminate|shutdown|_?shutdown_\w*|close|_?cleanup\w*|__del__|__exit__|_exitfunc|atexit\w*|stop)$"
 
 
@@ -47,8 +54,8 @@ def failure_signals(ctx: Context) -> pl.DataFrame:
     teardown = tb & field("function").fill_null("").str.contains(TEARDOWN_FUNCTIONS)
     # A background thread's uncaught exception (threading's `Exception in thread NAME:` above the traceback): Python prints
     # it and the main thread goes on (a logger's upload thread, a prefetcher); it is not how the run ended. A signature
-    # that reads the exception's own line still counts.
-    thread = tb & field("thread").is_not_null()
+    # that reads the exception's own line still counts, and so does a LOADER_THREAD's traceback.
+    thread = tb & field("thread").is_not_null() & ~pl.col("text").fill_null("").str.contains(LOADER_THREAD)
     ev = ev.filter(~(benign | teardown | thread))
     fatal = pl.col("code").is_in(list(FATAL_CODES))
     # An error-level line that says it is a warning (`UserWarning: CUDA initialization: …`, fairseq's `| WARNING: ran

@@ -114,11 +114,9 @@ STILL_MISSED: dict[str, str] = {
         "jitter does not reach; the growth to a real regression "
         "is in the thread only (the developer's bug report, the cut 11th line 5 s later)"),
     "multinet_14_std_bad_alloc_tf_version": ("short-paste: want unclassified-failure, got host-memory-exhaustion: the paste is libstdc++'s `terminate called after throwing an instance of 'std::bad_alloc'` and an IDE's exit code 134, the same lines as the host-RAM failure of ssd_tensorflow_8_std_bad_alloc_host_ram_laptop; only the thread (the reporter's `Fixed when used with tensorflow 1.0.1`) shows a version incompatibility"),
-    "torchmd_net_290_pin_memory_thread_crash_persistent_workers": "crash: want unclassified-failure, got none (on arrival)",
-    "mask_rcnn_2054_permission_denied_log_dir": "crash: want checkpoint-failure, got unclassified-failure (on arrival)",
-    "tensorflowtts_258_fastspeech2_mel_loss_nan_mixed_precision": "numerical: want fp16-overflow, got none (on arrival)",
+    "tensorflowtts_258_fastspeech2_mel_loss_nan_mixed_precision": "numerical: want fp16-overflow, got nan-loss (the paste shows only `train_mel_loss_before/after = nan.` at one step, with no mixed-precision, loss-scale or overflow line; that the run used fp16 mixed precision is only in the maintainer's reply)",
     "kittiseg_155_acc_always_1_bad_label_colors": "short-paste: want bad-input-data, got none (the paste is one evaluation, step 0's raw and smoothed copies, printed to two digits: `Acc. : 1.00, xentropy: 0.00` may be 0.995 and 0.004, and the one-class rule needs 3 logged points with the loss printed in full; that the mask colours (R 254 for 255) left every pixel one class is only in the reporter's comment)",
-    "qwen_vl_352_loss_zero_after_step1_v100_fp16": "numerical: want fp16-overflow, got nan-loss (on arrival)",
+    "qwen_vl_352_loss_zero_after_step1_v100_fp16": "numerical: want fp16-overflow, got nan-loss (the paste is five HF Trainer dicts, loss 3.8462 then exactly 0.0, with no fp16/half/AMP, GPU or loss-scale line; a V100 without bf16 running fp16 is only in other users' replies)",
     "weiliu89_caffe_312_ssd_prefetch_queue_empty_augmentation": ("perf: want dataloader-bottleneck, got none: "
         "first_iteration.log holds the one `Data layer prefetch queue empty` every Caffe run logs at its start (nothing "
         "prefetched yet; LOG_EVERY_N logs the next after 1000 more waits) and console.log a 21 s gap from `Iteration "

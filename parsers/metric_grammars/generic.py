@@ -88,6 +88,7 @@ CLOCK = r"\d+:\d{2}(?::\d{2})?(?:\.\d+)?"
 # it is a wall clock or a cumulative one (`Elapsed Time:`, `Tot:`, `time now:`), which is no step time.
 INTERVAL_WORD = r"delta|interval|per_(?:step|iter|batch)"
 GATE = r"(?:^|_)loss$|^grad_norm$|^ppl$"
+QUALIFIED_LOSS = r"_loss_(?:before|after)$"
 RESIDUE_LETTERS = 8
 # A caption before the pairs, up to the first `: ` (`BMN training loss(epoch 0): tem_loss: 1.184, …`,
 # JJBOY/BMN-Boundary-Matching-Network#22; OpenNMT-tf's `Evaluation result for step 435000: loss = … ; perplexity = inf`,
@@ -267,7 +268,7 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     """Key/value sequences that pass the gate and the coverage test."""
     # A note after the values (`loss: 2.31  <-- jumps here`, `# after warmup`) is no part of them. A numpy/JAX
     # scalar printed with its wrapper (`array([1.23], dtype=float32)`, `Array(5.3125, dtype=bfloat16)`) is its value.
-    df = df.with_columns(pl.col("msg").str.replace(COMMENT, "").str.replace_all(ARRAY_SCALAR, "${1}"))
+    df = df.with_columns(pl.col("msg").str.replace(COMMENT, "").str.replace_all(ARRAY_SCALAR, "${1}").str.replace(LOGGER_ORIGIN, " "))
     # A count printed before its name (`0 epoch,  152  batch, Discriminator  Loss:  11.18`) is read as `epoch 0, batch 152`,
     # and words of one name spaced by hand (`Discriminator  Loss`) as one name.
     df = df.with_columns(pl.col("msg").str.replace_all(COUNT_FIRST, "${1}${3} ${2}, ${4}").str.replace_all(SPACED_NAME, "${1} ${2}"))
@@ -284,6 +285,9 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     # score whose value tells masks loaded outside [0, 1] (above 1) from a model that learns.
     is_dice = pl.col("key").str.strip_chars().str.to_lowercase().str.replace_all(r"\s+", "_").str.contains(DICE_GATE)
     is_loss = gate_name.str.contains(GATE) | (gate_name.str.starts_with("loss_") & (gate_name != "loss_scale")) | is_acc | is_dice
+    # A loss whose name goes on after the word (`mel_loss_before`, `mel_loss_after`: TensorFlowTTS's Tacotron2 and
+    # FastSpeech log the mel loss before and after the postnet).
+    is_loss = is_loss | gate_name.str.contains(QUALIFIED_LOSS)
     # A timing-only line (`load_data_time: 19.6173, train_step_time: 0.686`) passes when it names both a data
     # time and a step time: the pair is what the loader's share of each step is read from. So does a data time
     # on a line that names its step (`> Step:5 [...] LoaderTime:120.21 [...]`, a mozilla/TTS line the poster
@@ -330,6 +334,11 @@ ARRAY_SCALAR = rf"\b[Aa]rray\(\[?\s*({NUM})\s*\]?(?:,\s*dtype=[\w.]+)?\)"
 # A value may open with a bracket or an array wrapper: Paddle prints fetched losses as one-element arrays
 # (`loss: [10.000229]`, [OBS] PaddlePaddle/PaddleSlim#1582; `Loss = [1.4494681]`, jina-ai/finetuner#2).
 OPEN = r"(?:\[\s*|[Aa]rray\(\[?\s*)?"
+# The record origin of ESPnet-style logging (`%(asctime)s (%(module)s:%(lineno)d) %(levelname)s: %(message)s`, also
+# ParallelWaveGAN's and TensorFlowTTS's: `2020-09-10 11:52:14,448 (base_trainer:831) INFO: (Step: 95400) …`): a module
+# and a line number, no metric. Also after a stamp the prefix splitter left inside the line (a progress bar printed
+# without its newline before the record).
+LOGGER_ORIGIN = r"(?:^\s*|\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s+)\(\w+:\d+\) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL):\s"
 # `←` too: hand-annotated trajectories (`step=220  loss=1.43  gnorm=7.7    ← BEST`, paiml/entrenar#274).
 COMMENT = r"\s+(?:<-+|←|#+)\s*[A-Za-z].*$"
 ACC_GATE = r"^(?:eval_|test_)?acc(?:uracy)?$"
@@ -355,6 +364,9 @@ KV_MATCH = (
     # TF-era `cost` (`labeling_cost 0.10 targetspecific_cost nan`, `Epoch 1 cost: nan`): a loss by the word rules.
     r"|cost\s*[:= ]\s*(?:[-+.\d]|nan|inf)"
     r"|\bloss_[a-z]\w*=(?:[-+.\d]|nan|inf)|accuracy\s*[:=]\s*[-+.\d]"
+    # A loss named with a qualifier after the word, spaced around its `=` (TensorFlowTTS base_trainer's
+    # `(Step: 95400) train_mel_loss_before = nan.`, Tacotron2/FastSpeech's loss before and after the postnet).
+    r"|_loss_(?:before|after)\s*=\s*(?:[-+.\d]|nan|inf)"
     # A Dice coefficient alone on its line (`Validation Dice Coeff: 1.97`, milesial/Pytorch-UNet).
     r"|dice(?: coeff?| coefficient| score)?\s*:\s*[-+.\d]"
     # A split's accuracy with a space for separator, one per epoch (the MLX MNIST example's `Epoch 0: Test accuracy 0.113`,

@@ -26,6 +26,14 @@ SAVE_CODES = ("checkpoint_write_failed", "checkpoint_permission_denied")
 OS_CODES = ("permission_denied", "no_space_left")
 # Paths as printed on Linux and Windows (`…\site-packages\torch\serialization.py`).
 CONTEXT = r"(?i)torch[/\\]serialization\.py|torch\.save|save_pretrained|save_checkpoint|save_model|_save_checkpoint|checkpoint|safetensors|\.pt['\"]|\.pth['\"]|\.bin['\"]|\.ckpt|state_dict|save_file|load_state_dict"
+# The run's output folder (logs and checkpoints) could not be created: a PermissionError raised by a directory creation
+# (`os.makedirs` / `mkdir` frames, tensorpack's `mkdir_p`) on a folder named for the run's output, by the denied path
+# (`Permission denied: '/home/logs'`, matterport/Mask_RCNN#2054; `'./logs'` from `os.makedirs(cfg.TRAIN.LOG_DIR)`,
+# STVIR/pysot#53) or by the variable the frames create it from (`logdir`, `output_dir`, `save_dir`). A dataset
+# download folder or a library's cache (`./data/MNIST`, `~/.cache/huggingface`) names no output: not this.
+DIR_CREATE = r"\bmkdir|\bmakedirs\b|\bmkdir_p\b"
+OUTPUT_PATH = r"(?i)(?:^|[/\\])(?:logs?|log_?dirs?|outputs?|checkpoints?|ckpts?|runs|results|saved?_?models?|snapshots?|work_dirs?|exp(?:eriments?)?)(?:[/\\]|$)"
+OUTPUT_VARIABLE = r"(?i)\b(?:log_?dir|output_?dir|save_?dir|checkpoint_?dir|ckpt_?dir|work_?dir|exp_?dir)\b"
 # pickle's `EOFError: Ran out of input` (an empty or cut file) is a checkpoint only under torch.load's frames: the
 # Windows DataLoader's spawned workers raise the same error in multiprocessing/spawn.py.
 EOF_CODES = ("pickle_eof",)
@@ -101,9 +109,13 @@ Hours of training are lost when the save fails at the end, and a truncated check
 `events`: archive/corruption codes always count; OS errors count only when their traceback or path
 shows a save/load (serialization frames, checkpoint paths).
 
+A `PermissionError` raised while creating the run's output folder (`os.makedirs` / `mkdir` frames, the denied path or
+the variable it is made from naming logs, outputs or checkpoints: `Permission denied: '/home/logs'`) counts too: the
+checkpoints of the run go there, and the run stops before its first save.
+
 ## Known false positives
 A `Permission denied` writing a log file or a cache is not a checkpoint failure; the context check
-filters it out.
+filters it out. Nor is a denied folder creation that names no output (a dataset's download folder, a library cache).
 """,
     )
 )
@@ -120,7 +132,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     corrupt = combine(events(ctx, CORRUPT_CODES), _in_checkpoint_context(ctx, events(ctx, EOF_CODES), LOAD_CONTEXT))
     weights_only = events(ctx, WEIGHTS_ONLY_CODES)
     mismatch = _not_vocabulary(events(ctx, MISMATCH_CODES), ctx.events_of("embedding_size_mismatch"))
-    os_err = pl.concat([events(ctx, SAVE_CODES), _in_checkpoint_context(ctx, events(ctx, OS_CODES))], how="vertical_relaxed")
+    dirs = _output_dir_denied(ctx)
+    os_err = combine(events(ctx, SAVE_CODES), _in_checkpoint_context(ctx, events(ctx, OS_CODES)), dirs)
     parts = [p for p in (corrupt, weights_only, mismatch, os_err) if p.height]
     if not parts:
         return None
@@ -152,8 +165,19 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         # The archive was read whole; its tensors do not fit the model built here.
         causes["model_mismatch"] = 1.0
     row = ev.row(0, named=True)
+    if os_err.height and os_err.height == dirs.height and ev.height == dirs.height:
+        return detection(ev, f"the run's output folder could not be created{where(row)}: {first_message(ev)}", causes, confidence=0.9)
     verb = "load" if (corrupt.height or weights_only.height or mismatch.height) and not os_err.height else "save"
     return detection(ev, f"checkpoint {verb} failed{where(row)}: {first_message(ev)}", causes, confidence=0.9)
+
+
+def _output_dir_denied(ctx: Context) -> pl.DataFrame:
+    """PermissionErrors of a directory creation whose path, or the frames creating it, name the run's output folder."""
+    made = within(ctx, events(ctx, ("permission_denied",)), DIR_CREATE)
+    if made.height == 0:
+        return made
+    named = made.filter(field("path").fill_null("").str.contains(OUTPUT_PATH))
+    return combine(named, within(ctx, made, OUTPUT_VARIABLE))
 
 
 def _not_vocabulary(mismatch: pl.DataFrame, vocab: pl.DataFrame) -> pl.DataFrame:
