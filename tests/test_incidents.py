@@ -135,8 +135,13 @@ STILL_MISSED: dict[str, str] = {
         "reads it; read, it would prove only NaN outputs on every sample (Caffe's accuracy is 1 when every score is NaN), "
         "which divergence gives as well: that the NaN came from the input normals (-nan,nan,nan) is only in the "
         "reporter's comment"),
-    "bert_vits2_integration_package_5_winerror_1455_paging_file": "short-paste: want host-memory-exhaustion, got unclassified-failure (on arrival)",
-    "detectron_219_multigpu_retinanet_hang_v100_driver_deadlock": "hang: want silent-hang, got none (on arrival)",
+    "detectron_219_multigpu_retinanet_hang_v100_driver_deadlock": ("hang: want silent-hang, got none: the paste is a "
+        "`......` and two Detectron json_stats lines (iter 11000 and 11020, eta 10:51:09 and 10:49:23, mb_qsize 0) with "
+        "no error, no dump and no finish: the same shape as a healthy paste cut mid-run (detectron_610_json_stats_"
+        "terminology_healthy ends on one json_stats line with eta 0:21:51, and about twenty other quiet recordings end "
+        "on a metric line with hours of ETA left), and mb_qsize 0 is no stall either (a Detectron run that finished "
+        "and saved model_final.pkl logs it at iter 59999); that the run stopped there for good, with GPUs at 100% "
+        "and low power, is only in the thread (the reporter's description, the driver-396.26 reply)"),
 }
 
 

@@ -14,6 +14,9 @@ from forensics.contracts.model import Cause, Detection, Severity
 # Proof that host memory ran out.
 KERNEL_OOM_CODES = ("host_oom_killed", "slurm_oom_kill")
 CPU_ALLOC_CODES = ("cpu_alloc_failed",)
+# Windows' commit limit (WinError / os error 1455, `The paging file is too small`): RAM plus the paging file ran out,
+# most often as spawned DataLoader workers each load torch's CUDA DLLs again (parsers/signatures.toml).
+WINDOWS_COMMIT = "windows_commit"
 # TensorFlow's allocator failure names its device (`OOM when allocating tensor … on …/device:CPU:0 by allocator
 # cpu`): on the CPU it is host RAM that ran out, not the GPU's memory (cuda-oom leaves those out).
 TF_OOM_CODES = ("cuda_oom",)
@@ -96,6 +99,12 @@ PLAYBOOK = declare(
                   verify="ulimit -n; ls /proc/<pid>/fd | wc -l while the loader runs",
                   fix="ulimit -n 65536 (or higher), or torch.multiprocessing.set_sharing_strategy('file_system'); "
                       "return fewer, larger tensors per sample", prior=0.3),
+            Cause("small_pagefile", "Windows' commit limit (RAM plus the paging file) ran out: every spawned DataLoader "
+                                    "worker imports torch and commits its CUDA libraries again (WinError 1455)",
+                  verify="Task Manager > Performance > Memory: `Committed` against its limit while the workers start; "
+                         "System > Advanced system settings > Performance > Virtual memory",
+                  fix="Fewer DataLoader workers (num_workers 2 or 0); a larger or system-managed paging file; more RAM",
+                  prior=0.3),
         ),
         verify="dmesg -T | grep -iE 'out of memory|killed process'; df -h /dev/shm",
         fix="Fewer workers, a larger /dev/shm, memory-mapped datasets",
@@ -104,7 +113,9 @@ PLAYBOOK = declare(
 ## Symptom
 The host ran out of memory: the kernel or cgroup OOM killer killed a process, Slurm reports an
 oom-kill event, the CPU allocator failed (`DefaultCPUAllocator: can't allocate memory`, an uncaught C++
-`std::bad_alloc` ending the process, TensorFlow's
+`std::bad_alloc` ending the process, Windows' commit limit: `[WinError 1455] The paging file is too small for this
+operation to complete` while torch's DLLs load in spawned workers, `… (os error 1455)`, `DLL load failed: The paging
+file is too small …`, localised alike; TensorFlow's
 `OOM when allocating tensor … on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu`), a DataLoader
 worker was killed by a signal (`Killed` is SIGKILL, usually the OOM killer; `Bus error` is SIGBUS,
 usually an exhausted `/dev/shm`), torch cannot write, open or map a `</torch_…>` shared-memory segment,
@@ -175,15 +186,23 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if fd.height:
         causes["fd_limit"] = 1.0
         cause_ev["fd_limit"] = evidence_rows(fd)
+    commit = kernel.filter(field("allocator") == WINDOWS_COMMIT) if kernel.height else kernel
     if kernel.height or killed.height or mmap.height:
         causes["too_many_workers"] = 0.6
         causes["dataset_in_each_worker"] = 0.5
         cause_ev["too_many_workers"] = evidence_rows(combine(kernel, killed, mmap))
+    if commit.height:
+        # The paging file is a cause of its own only on Windows; a copied dataset is not what these workers load.
+        causes["small_pagefile"] = 0.5
+        causes["dataset_in_each_worker"] = 0.2
+        cause_ev["small_pagefile"] = evidence_rows(commit)
     ranks = ranks_text(sorted({r for r in ev.get_column("rank").to_list() if r is not None}))
     if fd.height and not (kernel.height or shm.height or mmap.height or bus.height or killed.height):
         what = "open-file limit exhausted while DataLoader workers share tensors"
     elif (shm.height or bus.height) and not kernel.height:
         what = "shared memory (/dev/shm) exhausted"
+    elif commit.height == kernel.height and commit.height and not (killed.height or mmap.height):
+        what = "host memory exhausted (Windows' commit limit: RAM plus the paging file)"
     else:
         what = "host memory exhausted"
     d = detection(ev, f"{what}{' on ' + ranks if ranks else ''}: {first_message(ev)}", causes,
