@@ -15,6 +15,9 @@ from forensics.contracts.model import Detection
 # Class counts of the datasets people train classifiers on (binary, MNIST/CIFAR-10, CIFAR-100, ImageNet-1k):
 # with no accuracy logged, a loss flat at ln(K) names K only for these (any level is ln of *some* number).
 COMMON_CLASSES = (2, 10, 100, 1000)
+# ln of the largest head anyone configures (a billion classes): a level above it is a diverged loss, not chance, and
+# ln(K) arithmetic on it would overflow (exp) or build a number of billions of digits (10 ** floor(level / ln 10)).
+MAX_LN_CLASSES = math.log(1e9)
 # Which split a loss or accuracy belongs to, from its canonical name's prefix.
 _SPLIT = r"^(eval_|val_|valid_|validation_|test_)"
 ACC = r"^(?:eval_|val_|valid_|validation_|test_)?(?:acc|accuracy|top1|acc1|acc@1|prec@1|prec1)$"
@@ -87,7 +90,7 @@ def _at_chance(ctx: Context, name: str, acc_name: str | None, err_name: str | No
     v = judged.get_column("value")
     # The lower quartile: a loss stuck at chance has upward outliers (hard batches), never points well below it.
     level = float(v.quantile(0.25))
-    if level < math.log(2) * (1 - th["chance_tol"]):
+    if level < math.log(2) * (1 - th["chance_tol"]) or not level <= MAX_LN_CLASSES:
         return None
     acc = _accuracy(ctx, acc_name, err_name, judged)
     # K: a common class count, or (with an accuracy to confirm it) the count the loss itself implies.
