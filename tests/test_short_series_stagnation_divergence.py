@@ -31,7 +31,9 @@ def test_loss_and_accuracy_repeating_exactly_is_stagnation(tmp_path):
 
 
 def test_four_repeats_are_not_enough(tmp_path):
-    assert "loss-stagnation" not in findings(tmp_path, keras([(4.4391, 0.7244)] + [(4.4380, 0.7247)] * 4))
+    # The losses sit off Keras' saturated-softmax line (16.118 × (1 − acc) ≈ 4.44 at this accuracy), which is a
+    # stagnation proof of its own (tests/test_saturated_softmax_and_entity_counts.py): only the repeat count is tested.
+    assert "loss-stagnation" not in findings(tmp_path, keras([(1.4391, 0.7244)] + [(1.4380, 0.7247)] * 4))
 
 
 def test_constant_loss_with_moving_accuracy_is_quiet(tmp_path):
