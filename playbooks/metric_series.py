@@ -269,6 +269,16 @@ def lr_at(ctx: Context, step: int | None) -> float | None:
     return float((before if before.height else s).sort("step").item(-1 if before.height else 0, "value"))
 
 
+def as_fraction(x: float) -> float:
+    """An accuracy-like value as a fraction: one printed above 1 is a percent (`acc: 72.4`), scaled by 1/100."""
+    return x / 100.0 if x > 1.0 else x
+
+
+def fraction_of(col: str) -> pl.Expr:
+    """`as_fraction` of a column, as a polars expression."""
+    return pl.when(pl.col(col) > 1.0).then(pl.col(col) / 100.0).otherwise(pl.col(col))
+
+
 def fmt(x: float | None, digits: int = 4) -> str:
     """A number for a summary: `nan`, `inf`, `2.346`, `1.2e-07`, `65,536`."""
     if x is None:

@@ -40,7 +40,7 @@ def detect_one_class(ctx: Context, th: dict) -> Detection | None:
                       maintain_order="left").sort("file", "line")
         if both.height < th["perfect_points"]:
             continue
-        acc = pl.when(pl.col("acc") > 1.0).then(pl.col("acc") / 100.0).otherwise(pl.col("acc"))
+        acc = M.fraction_of("acc")
         perfect = (acc >= PERFECT) & (pl.col("value") > 0.0) & (pl.col("value") <= th["perfect_loss_below"])
         if not both.select(perfect.all()).item():
             continue

@@ -24,7 +24,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         if s.height < th["exact_min_points"] or s.get_column("value").n_unique() != 1:
             continue
         a = float(s.item(0, "value"))
-        if (a / 100.0 if a > 1.0 else a) >= th["exact_acc_ceiling"]:
+        if M.as_fraction(a) >= th["exact_acc_ceiling"]:
             continue
         first = s.row(0, named=True)
         return Detection(

@@ -34,11 +34,11 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     decides are left to it."""
     if not ctx.has("metrics") or detect_window(ctx, th) is not None:
         return None
-    accs = {_split(n): n for n in M.names_like(ctx, ACC)}
-    errs = {_split(n): n for n in M.names_like(ctx, ERROR)}
+    accs = {split_of(n): n for n in M.names_like(ctx, ACC)}
+    errs = {split_of(n): n for n in M.names_like(ctx, ERROR)}
     losses = [n for n in (M.present(ctx, M.LOSS)[:1] + M.present(ctx, EVAL_LOSS))]
     for name in losses:
-        split = _split(name)
+        split = split_of(name)
         found = _at_chance(ctx, name, accs.get(split), errs.get(split), th)
         if found is not None:
             return found
@@ -71,7 +71,7 @@ def _unnamed_pair_at_chance(ctx: Context, th: dict) -> Detection | None:
     return None
 
 
-def _split(name: str) -> str:
+def split_of(name: str) -> str:
     """`eval` for eval/val/validation/test names (one held-out set), `` for training ones."""
     return "eval" if any(name.startswith(p) for p in ("eval_", "val_", "valid_", "validation_", "test_")) else ""
 

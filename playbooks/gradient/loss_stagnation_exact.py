@@ -39,7 +39,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if acc is None or acc.height < k or acc.get_column("value").n_unique() != 1:
         return None
     a = float(acc.item(0, "value"))
-    frac = a / 100.0 if a > 1.0 else a
+    frac = M.as_fraction(a)
     if (1.0 - frac if acc_name.endswith("error") else frac) >= th["exact_acc_ceiling"]:
         return None
     g = M.series_columns(ctx, M.GRAD_NORM, ("value",), where=pl.col("step") >= same.item(0, "step"), finite=True)

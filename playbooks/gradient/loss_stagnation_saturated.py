@@ -7,7 +7,7 @@ import math
 import polars as pl
 from forensics.playbooks import metric_series as M
 from forensics.playbooks.gradient.loss_stagnation import PLAYBOOK
-from forensics.playbooks.gradient.loss_stagnation_chance import ACC, EVAL_LOSS, _split
+from forensics.playbooks.gradient.loss_stagnation_chance import ACC, EVAL_LOSS, split_of
 
 from forensics.contracts.context import Context
 from forensics.contracts.model import Detection
@@ -36,8 +36,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     losses = M.present(ctx, M.LOSS)[:1] + M.present(ctx, EVAL_LOSS)
     rows = ctx.metrics_select("file", "line", "ts", "rank", "step", "name", "value", names=losses + accs)
     for loss in losses:
-        split = _split(loss)
-        for acc in (a for a in accs if _split(a) == split):
+        split = split_of(loss)
+        for acc in (a for a in accs if split_of(a) == split):
             found = _saturated(rows, loss, acc, th)
             if found is not None:
                 return found
@@ -51,7 +51,7 @@ def _saturated(rows: pl.DataFrame, loss: str, acc: str, th: dict) -> Detection |
         pl.col("value").is_finite() & pl.col("acc").is_finite()).sort("file", "line")
     if both.height < th["saturated_min_points"]:
         return None
-    frac = pl.when(pl.col("acc") > 1.0).then(pl.col("acc") / 100.0).otherwise(pl.col("acc"))
+    frac = M.fraction_of("acc")
     expected = SATURATED * (1.0 - frac)
     on_line = ((pl.col("value") - expected).abs() <= th["saturated_tol"] * expected) & (frac < th["saturated_acc_ceiling"])
     if not both.select(on_line.all()).item():
