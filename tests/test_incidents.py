@@ -142,6 +142,24 @@ STILL_MISSED: dict[str, str] = {
         "on a metric line with hours of ETA left), and mb_qsize 0 is no stall either (a Detectron run that finished "
         "and saved model_final.pkl logs it at iter 59999); that the run stopped there for good, with GPUs at 100% "
         "and low power, is only in the thread (the reporter's description, the driver-396.26 reply)"),
+    "paddle_11420_cudnn_header_v7_lib_v5_unmatched": "crash: want driver-runtime-mismatch, got unclassified-failure (on arrival)",
+    "insightface_257_mxnet_cudamalloc_oom_kvstore_push": "crash: want cuda-oom, got unclassified-failure (on arrival)",
+    "attentionconvlstm_13_tf12_cudnn50_handle_check_failed_abort": "short-paste: want driver-runtime-mismatch, got unclassified-failure (on arrival)",
+    "jittor_177_use_cuda_no_device_found_driver": "short-paste: want driver-runtime-mismatch, got unclassified-failure (on arrival)",
+    "sockeye_897_mxnet_create_cublas_handle_failed_terminate": "crash: want cuda-oom, got unclassified-failure (on arrival)",
+    "zhou_acl_2017_2_dynet_lookup_index_out_of_bounds": "crash: want bad-input-data, got unclassified-failure (on arrival)",
+    "dynet_132_dynet_mem_pool_out_of_memory": "crash: want cuda-oom, got none (on arrival)",
+    "kaggle_ndsb_3_theano_device_memory_oom_2gb_gpu": "crash: want cuda-oom, got host-memory-exhaustion (on arrival)",
+    "dec_13_caffe_curand_launch_failure_cuda7_docker_pascal": "crash: want driver-runtime-mismatch, got unclassified-failure (on arrival)",
+    "train_crf_rnn_53_caffe_snapshot_dir_missing_serialize_failed": "crash: want checkpoint-failure, got unclassified-failure (on arrival)",
+    "cntk_406_cifar10_maxepochs1_training_criterion_nan": "crash: want nan-loss, got none (on arrival)",
+    "bigscience_tr8_104b_wide_exp1_lm_loss_jump_then_nan": "numerical: want loss-spike, got none (on arrival)",
+    "bigscience_tr8_104b_wide_exp11_grad_norm_jump_loss_spike": "numerical: want loss-spike, got none (on arrival)",
+    "mlengineering_pytorch_gdb_bt_nccl_watchdog_ib_opa": "crash: want nccl-timeout, got none (on arrival)",
+    "mlengineering_pytorch_mt5_fp16_inf_overflow_detector": "numerical: want fp16-overflow, got none (on arrival)",
+    "audiolm_pytorch_279_fsq_soundstream_broadcast_watchdog_after_save": "hang: want collective-mismatch, got nccl-timeout (on arrival)",
+    "paddlefleetx_1054_multinode_stuck_after_init_nccl_socket_ifname": "short-paste: want silent-hang, got none (on arrival)",
+    "bigscience_tr8b_104b_chronicles_emb_norm_exp7_overflow_spike": "numerical: want loss-spike, got fp16-overflow (on arrival)",
 }
 
 
