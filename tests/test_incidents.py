@@ -142,17 +142,7 @@ STILL_MISSED: dict[str, str] = {
         "on a metric line with hours of ETA left), and mb_qsize 0 is no stall either (a Detectron run that finished "
         "and saved model_final.pkl logs it at iter 59999); that the run stopped there for good, with GPUs at 100% "
         "and low power, is only in the thread (the reporter's description, the driver-396.26 reply)"),
-    "paddle_11420_cudnn_header_v7_lib_v5_unmatched": "crash: want driver-runtime-mismatch, got unclassified-failure (on arrival)",
-    "insightface_257_mxnet_cudamalloc_oom_kvstore_push": "crash: want cuda-oom, got unclassified-failure (on arrival)",
-    "attentionconvlstm_13_tf12_cudnn50_handle_check_failed_abort": "short-paste: want driver-runtime-mismatch, got unclassified-failure (on arrival)",
-    "jittor_177_use_cuda_no_device_found_driver": "short-paste: want driver-runtime-mismatch, got unclassified-failure (on arrival)",
-    "sockeye_897_mxnet_create_cublas_handle_failed_terminate": "crash: want cuda-oom, got unclassified-failure (on arrival)",
-    "zhou_acl_2017_2_dynet_lookup_index_out_of_bounds": "crash: want bad-input-data, got unclassified-failure (on arrival)",
-    "dynet_132_dynet_mem_pool_out_of_memory": "crash: want cuda-oom, got none (on arrival)",
-    "kaggle_ndsb_3_theano_device_memory_oom_2gb_gpu": "crash: want cuda-oom, got host-memory-exhaustion (on arrival)",
-    "dec_13_caffe_curand_launch_failure_cuda7_docker_pascal": "crash: want driver-runtime-mismatch, got unclassified-failure (on arrival)",
-    "train_crf_rnn_53_caffe_snapshot_dir_missing_serialize_failed": "crash: want checkpoint-failure, got unclassified-failure (on arrival)",
-    "cntk_406_cifar10_maxepochs1_training_criterion_nan": "crash: want nan-loss, got none (on arrival)",
+    "attentionconvlstm_13_tf12_cudnn50_handle_check_failed_abort": "short-paste: want driver-runtime-mismatch, got unclassified-failure (the paste shows only `could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR` and the fatal GetConvolveAlgorithms check: no `Loaded runtime CuDNN library` line names a version; the same handle error is in public threads most often GPU memory (allow_growth fixes it); cuDNN 5.0 against TF 1.2's 5.1 is only in the thread)",
     "bigscience_tr8_104b_wide_exp1_lm_loss_jump_then_nan": "numerical: want loss-spike, got none (on arrival)",
     "bigscience_tr8_104b_wide_exp11_grad_norm_jump_loss_spike": "numerical: want loss-spike, got none (on arrival)",
     "mlengineering_pytorch_gdb_bt_nccl_watchdog_ib_opa": "crash: want nccl-timeout, got none (on arrival)",

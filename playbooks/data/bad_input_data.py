@@ -102,7 +102,7 @@ PLAYBOOK = declare(
 ## Symptom
 `Target 10 is out of bounds`, the device assert `t >= 0 && t < n_classes`, a native check on a label bound
 (glog `Check failed: label < num_classes (2 vs. 2)`), `IndexError: index out of range in self` from an
-embedding, `srcIndex < srcSelectDimSize`, reports of NaN/Inf in inputs, or updates skipped again and again for a
+embedding (DyNet's `Out-of-bounds attempt to access index N for LookupParameter of size M`), `srcIndex < srcSelectDimSize`, reports of NaN/Inf in inputs, or updates skipped again and again for a
 NaN gradient norm while the loss stays finite, or a training loss below zero on lines that also report an
 accuracy (a classification objective: cross-entropy cannot be negative unless the targets lie outside its
 range) for several lines while the accuracy does not rise, or a segmentation Dice/IoU above 1 beside a loss far below

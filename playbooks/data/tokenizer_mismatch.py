@@ -18,6 +18,9 @@ LENGTH_CODES = ("sequence_length_warning",)
 # (special tokens) without resizing the embedding. Any other out-of-range index (negative, far past the table, a
 # small table) stays bad-input-data's, as does today's `index out of range in self`, which names no numbers.
 INDEX_CODES = ("embedding_index_out_of_range",)
+# Lookups of a framework with no tokenizer library (DyNet's LookupParameter: the program numbers its own vocabulary):
+# an id just past the table is the program's own off-by-one (toru34/zhou_acl_2017#2), bad-input-data's.
+NO_TOKENIZER_FORMS = ("dynet",)
 
 PLAYBOOK = declare(
     Playbook(
@@ -70,7 +73,8 @@ embedding and the run crashes with an index error far from the cause.
 ## Evidence
 `events` with vocabulary, padding and length codes; embedding index errors that name the index and the
 table when the table is at least `min_vocab_rows` rows and the index at most `max_added_tokens` past
-its end (a negative index, one far past the table or a small table is bad-input-data's).
+its end (a negative index, one far past the table, a small table, or a DyNet LookupParameter, whose program numbers its
+own vocabulary with no tokenizer library, is bad-input-data's).
 
 ## Known false positives
 A few `tokenization mismatch` warnings beside a loss that is not 0 cost those samples only: `low`. They rank high
@@ -113,4 +117,5 @@ def _added_token_index(ctx: Context, th: dict) -> pl.DataFrame:
     if ev.height == 0:
         return ev
     index, rows = field("index").cast(pl.Int64, strict=False), field("rows").cast(pl.Int64, strict=False)
-    return ev.filter((rows >= th["min_vocab_rows"]) & (index >= rows) & (index - rows <= th["max_added_tokens"]))
+    tokenizer = ~field("form").fill_null("").is_in(NO_TOKENIZER_FORMS)
+    return ev.filter(tokenizer & (rows >= th["min_vocab_rows"]) & (index >= rows) & (index - rows <= th["max_added_tokens"]))

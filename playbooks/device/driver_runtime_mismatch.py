@@ -11,6 +11,10 @@ from forensics.contracts.model import Cause, Detection, Severity
 DRIVER_CODES = ("cuda_driver_insufficient", "cuda_driver_too_old", "no_nvidia_driver", "cuda_init_failed",
                 "nvml_driver_mismatch")
 ARCH_CODES = ("no_kernel_image", "cuda_arch_incompatible")
+# cuRAND could not launch its generator kernel (Caffe's first dropout or filler): a toolkit too old for the GPU (CUDA
+# 7.x on a Pascal card). After a kernel fault every launch fails alike: then it is that fault's aftermath.
+LAUNCH_CODES = ("curand_launch_failure",)
+KERNEL_FAULT_CODES = ("cuda_kernel_assert", "device_side_assert", "illegal_memory_access")
 # torch initialised CUDA and found no device: none visible to the process (CUDA_VISIBLE_DEVICES naming an
 # index the machine or the job's allocation does not have, a job or container given no GPU).
 NO_DEVICE_CODES = ("cuda_no_device",)
@@ -35,7 +39,8 @@ PLAYBOOK = declare(
         tables=("events",),
         explains=("nccl-timeout", "device-assert"),
         codes=("cuda_arch_incompatible", "cuda_driver_insufficient", "cuda_driver_too_old", "cuda_init_failed",
-               "cuda_library_not_found", "cuda_no_device", "cudnn_version_mismatch", "no_kernel_image", "no_nvidia_driver",
+               "cuda_library_not_found", "cuda_no_device", "cudnn_version_mismatch", "curand_launch_failure",
+               "no_kernel_image", "no_nvidia_driver",
                "nvml_driver_mismatch", "paddle_external_fault", "shell_signal_exit"),
         causes=(
             Cause("driver_too_old", "The NVIDIA driver is older than the CUDA runtime the wheel was built for",
@@ -80,9 +85,12 @@ PLAYBOOK = declare(
 `CUDA driver version is insufficient for CUDA runtime version`, `no kernel image is available for
 execution on the device`, `… with CUDA capability sm_XX is not compatible with the current PyTorch
 installation`, flash-attn's `FlashAttention only supports Ampere GPUs or newer` (a V100 or T4), TensorFlow's `Loaded runtime
-CuDNN library: X but source was compiled with Y`, bitsandbytes' `CUDA Setup failed despite GPU being available` (it cannot
+CuDNN library: X but source was compiled with Y` (Paddle's `[cudnn init] libcudnn v5 with header v7 unmatched!`,
+PyTorch's `cuDNN version incompatibility: PyTorch was compiled against (…) but …`), Caffe's `CURAND_STATUS_LAUNCH_FAILURE`
+at its first random fill (a CUDA toolkit too old for the GPU), bitsandbytes' `CUDA Setup failed despite GPU being available` (it cannot
 load libcudart), NCCL version mismatches, `No CUDA GPUs are available` (torch found no device it may use:
-usually `CUDA_VISIBLE_DEVICES` names an index this machine or job does not have), PaddlePaddle's fatal-signal block for a
+usually `CUDA_VISIBLE_DEVICES` names an index this machine or job does not have; Jittor's `Check failed: count>0  No
+device found.`, the runtime's `no CUDA-capable device is detected`), PaddlePaddle's fatal-signal block for a
 `Segmentation fault` whose traceback section reads `No stack trace in paddle, may be caused by external reasons` (no
 frame was Paddle's: a native library of the environment crashed, most often a paddlepaddle-gpu build for another CUDA).
 
@@ -95,7 +103,8 @@ worse, one node of many differs.
 ranks `no_visible_gpu` first: the driver answered, the process was shown no GPU).
 
 ## Known false positives
-None known for the error forms. Paddle's `No stack trace in paddle` segmentation fault proves only that the fault lay
+None known for the error forms. A cuRAND launch failure after a kernel fault (device-side assert, illegal memory
+access) is that fault's aftermath and is not read here. Paddle's `No stack trace in paddle` segmentation fault proves only that the fault lay
 outside Paddle: `medium`, confidence 0.4 (another native library, cv2 or a data loader's, may be the one that crashed). The sm_XX compatibility text and the `UserWarning: CUDA initialization: …`
 forms are warnings (torch goes on without the GPU): `medium` when no error follows, and `info` when the
 warning only says no NVIDIA driver was found (a CPU-only machine running a CUDA build).
@@ -110,6 +119,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     import polars as pl
 
     drv, arch, nccl = events(ctx, DRIVER_CODES), events(ctx, ARCH_CODES), events(ctx, NCCL_CODES)
+    if not ctx.events_of(*KERNEL_FAULT_CODES).height:
+        arch = combine(arch, events(ctx, LAUNCH_CODES))
     none_visible, cudnn, library = events(ctx, NO_DEVICE_CODES), events(ctx, CUDNN_CODES), events(ctx, LIBRARY_CODES)
     parts = [p for p in (drv, arch, nccl, none_visible, cudnn, library) if p.height]
     if not parts:

@@ -71,8 +71,11 @@ A device allocation failed: `CUDA out of memory. Tried to allocate …` (every P
 `torch.OutOfMemoryError`, HIP/XPU/MPS forms, `CUDA error: out of memory` outside the caching
 allocator, NCCL's `Cuda failure 2 'out of memory'`, `CUBLAS_STATUS_ALLOC_FAILED` when cuBLAS cannot
 allocate its handle or workspace, `CUBLAS_STATUS_NOT_INITIALIZED` when creating the handle failed
-(`cublasCreate(handle)`, TensorFlow's `failed to create cublas handle`: a GPU without memory left for it, unless a
-device-side assert came first), XLA:TPU's compile-time `Ran out of memory in memory space hbm. Used
+(`cublasCreate(handle)`, TensorFlow's `failed to create cublas handle`, mshadow's `Check failed: err ==
+CUBLAS_STATUS_SUCCESS (1 vs. 0) : Create cublas handle failed`: a GPU without memory left for it, unless a
+device-side assert came first), other frameworks' own words (MXNet's `cudaMalloc failed: out of memory`, Theano's `Error
+allocating N bytes of device memory (out of memory)` and `cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY`, DyNet's `dynet is out
+of memory, try increasing with --dynet-mem`), XLA:TPU's compile-time `Ran out of memory in memory space hbm. Used
 8.38G of 8.00G hbm.` when the program's buffers do not fit the TPU's HBM), or accelerate's batch-size finder gives up (`No executable batch
 size found, reached zero`: it caught an OOM at every batch size down to one sample, so the demand of
 a single sample is above what the GPU has free).
@@ -128,6 +131,7 @@ def detect_oom_events(ctx: Context, th: dict) -> Detection | None:
         field("used").alias("used"),
         field("over").alias("over"),
         field("capacity").alias("capacity_text"),
+        field("status").alias("cublas_status"),
     )
     first = ev.row(0, named=True)
     ranks = sorted({r for r in ev.get_column("rank").to_list() if r is not None})
@@ -159,7 +163,8 @@ def detect_oom_events(ctx: Context, th: dict) -> Detection | None:
     more = f" ({count} OOM errors on {len(ranks)} rank(s))" if count > 1 else ""
     caught = "; the program caught it and went on (batch skipped), the run did not crash" if recovered else ""
     # A handle that cuBLAS could not create says memory only by what it usually means: worded and weighed so.
-    handle = first["code"] == "cublas_error" and CUBLAS_NOT_INIT in str(first["message"])
+    handle = first["code"] == "cublas_error" and (
+        CUBLAS_NOT_INIT in str(first["message"]) or first["cublas_status"] == CUBLAS_NOT_INIT)
     if handle:
         numbers = ": cuBLAS could not create its handle (CUBLAS_STATUS_NOT_INITIALIZED), most often a GPU with no memory left for it"
     return Detection(
@@ -183,13 +188,18 @@ def device_oom_events(ctx: Context) -> pl.DataFrame:
     # TensorFlow names the allocator's device: a `device:CPU` allocation failure is host memory, not the GPU's.
     ev = ctx.events_of(*OOM_CODES).filter(field("tf_device").fill_null("").str.to_uppercase() != "CPU")
     cublas = ctx.events_of("cublas_error")
-    handle = pl.col("message").str.contains(CUBLAS_NOT_INIT, literal=True) & pl.col("message").str.contains(CUBLAS_HANDLE)
+    handle = _cublas_status(CUBLAS_NOT_INIT) & pl.col("message").str.contains(CUBLAS_HANDLE)
     if cublas.height and ctx.events_of(*KERNEL_FAULT_CODES).height:
         handle = pl.lit(False)
-    cublas = cublas.filter(pl.col("message").str.contains(CUBLAS_OOM, literal=True) | handle)
+    cublas = cublas.filter(_cublas_status(CUBLAS_OOM) | handle)
     if cublas.height:
         ev = sort_by_onset(pl.concat([ev, cublas], how="vertical_relaxed"))
     return ev
+
+
+def _cublas_status(status: str) -> pl.Expr:
+    """A cuBLAS status named in the message, or in the `status` field (mshadow's check prints only its number)."""
+    return pl.col("message").str.contains(status, literal=True) | (field("status").fill_null("") == status)
 
 
 @PLAYBOOK.detector(("events",))

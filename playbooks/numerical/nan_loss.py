@@ -77,7 +77,7 @@ PLAYBOOK = declare(
         doc="""\
 ## Symptom
 The logged training loss is NaN or Inf (first occurrence fires; three in a row is an incident), a
-`Loss is nan, stopping training` style message appears, Megatron counts NaN iterations, or, where the
+`Loss is nan, stopping training` style message appears (CNTK's `The training criterion is not a number (NAN)`), Megatron counts NaN iterations, or, where the
 logger masks a non-finite loss (HF Trainer's `logging_nan_inf_filter` logs `loss: 0` or the running
 average), the gradient norm is NaN for consecutive steps, or a NaN grad norm after finite ones comes
 with a loss that reads exactly 0 (one such point decides: a real loss is not exactly 0 with a NaN gradient), or,

@@ -22,6 +22,10 @@ OPTIMIZER_FORM = "optimizer"
 # sentencepiece could not parse the tokenizer model: the file is no model (a Git LFS pointer, a partial download).
 NOT_A_MODEL = "sentencepiece"
 SAVE_CODES = ("checkpoint_write_failed", "checkpoint_permission_denied")
+# Caffe's WriteProtoToBinaryFile check writes any protobuf (a mean file too): a checkpoint's only when the solver's
+# snapshot announcement (`checkpoint_saving`) stands within this many lines before it in the same file.
+PROTO_FORM = "caffe_proto"
+SNAPSHOT_LINES = 3
 # Generic OS errors: they count only inside a save/load context (traceback or path).
 OS_CODES = ("permission_denied", "no_space_left")
 # Paths as printed on Linux and Windows (`…\site-packages\torch\serialization.py`).
@@ -91,7 +95,8 @@ PLAYBOOK = declare(
 Saving or loading a checkpoint failed: `PermissionError: [Errno 13] Permission denied` or
 `[Errno 28] No space left on device` inside `torch.save` / `save_pretrained`, `Parent directory …
 does not exist` from `torch.save`, torch7's (Lua) `write error: wrote N blocks instead of M at …THDiskFile.c` (a
-short write of the `.t7`: the disk filled up), `PytorchStreamReader
+short write of the `.t7`: the disk filled up), Caffe's `Check failed: proto.SerializeToOstream(&output)` right after
+`Snapshotting to binary proto file …` (the snapshot folder missing or not writable), `PytorchStreamReader
 failed reading zip archive: failed finding central directory`, safetensors header errors, a
 legacy archive cut short (`unexpected EOF, expected N more bytes. The file might be corrupted.`), an
 unpickling EOF on load (`EOFError: Ran out of input` under torch.load's frames), `Weights only load failed` (torch.load's safe unpickler, the default since
@@ -133,7 +138,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     weights_only = events(ctx, WEIGHTS_ONLY_CODES)
     mismatch = _not_vocabulary(events(ctx, MISMATCH_CODES), ctx.events_of("embedding_size_mismatch"))
     dirs = _output_dir_denied(ctx)
-    os_err = combine(events(ctx, SAVE_CODES), _in_checkpoint_context(ctx, events(ctx, OS_CODES)), dirs)
+    os_err = combine(_announced(ctx, events(ctx, SAVE_CODES)), _in_checkpoint_context(ctx, events(ctx, OS_CODES)), dirs)
     parts = [p for p in (corrupt, weights_only, mismatch, os_err) if p.height]
     if not parts:
         return None
@@ -169,6 +174,21 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         return detection(ev, f"the run's output folder could not be created{where(row)}: {first_message(ev)}", causes, confidence=0.9)
     verb = "load" if (corrupt.height or weights_only.height or mismatch.height) and not os_err.height else "save"
     return detection(ev, f"checkpoint {verb} failed{where(row)}: {first_message(ev)}", causes, confidence=0.9)
+
+
+def _announced(ctx: Context, saves: pl.DataFrame) -> pl.DataFrame:
+    """Save failures, keeping a Caffe proto-write failure only right after a snapshot announcement in the same log."""
+    if saves.height == 0:
+        return saves
+    proto = field("form").fill_null("") == PROTO_FORM
+    writes = saves.filter(proto)
+    if writes.height == 0:
+        return saves
+    said = ctx.events_of("checkpoint_saving").select("file", pl.col("line").alias("_s"))
+    kept = (writes.join(said, on="file")
+            .filter((pl.col("_s") < pl.col("line")) & (pl.col("_s") >= pl.col("line") - SNAPSHOT_LINES))
+            .select(writes.columns).unique(subset=["file", "line"]))
+    return combine(saves.filter(~proto), kept)
 
 
 def _output_dir_denied(ctx: Context) -> pl.DataFrame:
