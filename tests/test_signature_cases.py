@@ -82,6 +82,8 @@ EXTRA_LINES = [
     "[03:16:33] src/van.cc:75: Bind to role=scheduler, id=1, ip=machineA's IP address, port=9094, is_recovery=0",  # OBS apache/mxnet#5452
     "wandb: Enter your choice:",  # OBS wandb/wandb#1156
     "starting validation in mode val_sampling.",  # OBS MIC-DKFZ/medicaldetectiontoolkit#35
+    # log_end's Paddle NCCL communicator start-up form (at_end: cases in tests/test_nccl_start_up_log_ends.py)
+    "I0302 02:01:36.274989 31267 nccl_context.cc:83] init nccl context nranks: 4 local rank: 0/1 gpu id: 0/1 ring id: 0/1",  # OBS PaddlePaddle/PaddleFleetX#1054
     "Currently allocated     : 1.50 GiB",  # cuda_oom_detail (REC)
     "RuntimeError: NCCL Error 2: unhandled system error",  # torch nccl.cpp 1.x, OBS amdegroot/ssd.pytorch#577
     "RuntimeError: NCCL communicator was aborted on rank 2.  Original reason for failure was: [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1806151 milliseconds before timing out.",

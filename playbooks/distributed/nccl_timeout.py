@@ -16,6 +16,9 @@ TIMEOUT_CODES = ("nccl_watchdog_timeout", "nccl_work_status", "nccl_heartbeat_ti
                  "store_socket_timeout", "gloo_error", "gloo_monitored_barrier_failed", "nccl_dump_signal")
 # The watchdog's own stack where it raised the timeout: evidence only when the paste lost the sentence itself.
 FRAME_CODES = ("nccl_watchdog_frame",)
+# Its frames that rethrow a work's stored exception (WorkNCCL::handleNCCLGuard / handleException): the stored one may
+# be an async NCCL error as well as a timeout (they log `Some NCCL operations have failed or timed out`).
+RETHROW_FRAME = r"WorkNCCL::(?:handleNCCLGuard|handleException)\("
 ERROR_CODES = ("nccl_error", "nccl_error_detail", "nccl_comm_aborted", "nccl_socket_connect_failed",
                "nccl_ib_completion_error", "nccl_warn", "dist_network_error", "nccl_ops_failed",
                "nccl_unique_id_store_error", "nccl_duplicate_gpu")
@@ -168,6 +171,9 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         benign = errors.get_column("message").str.contains(BENIGN_WARN).all()
         severity = Severity.INFO if benign else Severity.MEDIUM
     kind = "collective timeout" if timeouts.height else "NCCL error" if severity is None else "NCCL warning"
+    if timeouts.height and timeouts.get_column("message").str.contains(RETHROW_FRAME).all():
+        # The work-cleanup thread rethrew a work's stored exception: an async NCCL error or a timeout, either one.
+        kind = "a collective that failed or timed out, rethrown by the NCCL watchdog,"
     summary = f"{kind} on {ranks_text(ranks) or 'an unknown rank'}: {first_message(timeouts if timeouts.height else errors)}"
     if "lagging_rank" in facts:
         summary += f" (rank {facts['lagging_rank']} is behind at SeqNum {facts['lagging_seq']})"

@@ -19,7 +19,7 @@ PLAYBOOK = declare(
         severity=Severity.HIGH,
         tables=("metrics", "events"),
         explains=("nan-loss", "loss-spike", "loss-stagnation"),
-        codes=("fp16_overflow", "loss_scale_min_reached"),
+        codes=("fp16_overflow", "loss_scale_min_reached", "activation_nonfinite", "activation_abs_max"),
         causes=(
             Cause("range_exceeded", "Values in some layer exceed the float16 range (large activations or inputs), whatever the scale",
                   verify="Hook the forward pass and log each layer's max |activation| around the onset",
@@ -54,6 +54,9 @@ least 5 and 20% of 50 logged points; DeepSpeed/apex/fairseq/Colossal-AI overflow
 messages in the same numbers, or `Minimum loss scale reached`, or a trainer that gives up on overflow itself
 (GPT-NeoX's `Skipped 50 iterations in a row due to Overflow - Exiting training.`, icefall's `grad_scale is too small,
 exiting: 2.3e-10`), or icefall's warning `Grad scale is small: 1.29e-26` (printed below 0.01: the scale under the floor).
+Or transformers' DebugUnderflowOverflow report (`Detected inf/nan during batch_number=N` and its `abs min abs max`
+rows) whose activations climb to 1e4 or more, never past 65504, and then read `inf`: the float16 range exceeded
+in the forward pass (playbooks/numerical/fp16_overflow_activations.py).
 
 ## Why it matters
 Every overflow skips an optimizer step; a collapsing scale means the model no longer trains and

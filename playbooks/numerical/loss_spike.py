@@ -46,6 +46,9 @@ PLAYBOOK = declare(
             "short_rise": Threshold(10, "in a series too short for the window, a loss this many times the median of every point before it, every later point staying above that level", "issue 13 (>= 10x and staying)"),
             "short_min_prior": Threshold(2, "finite points before a 10x rise in a short series (a 100x jump needs one)", "ours"),
             "short_stay": Threshold(2, "later points that must all stay 10x up for a short-series rise to count as divergence", "ours"),
+            "lm_rise_nats": Threshold(1.5, "in a short Megatron paste, a rise of the interval's token cross-entropy (lm loss) this many nats above the median of every interval before it (perplexity x4.5)",
+                                      "bigscience chronicles: tr8-104B Exp 1 +5.0, Exp 11 +4.6, glitch 2 +2.2; tr1-13B +4.6; tr11-176B +2.8; tr8b-104B Embed-Norm Exp 7 +1.7 nats; interval noise a few hundredths (epfLLM/Megatron-LLM#11, tr8b BNB Exp 6)"),
+            "lm_rise_ratio": Threshold(1.2, "... and at least this many times that median (a high early loss moving by its own noise is no spike)", "ours"),
         },
         doc="""\
 ## Symptom
@@ -75,6 +78,12 @@ median of every point before (lowest rank): a value at least 100x that median an
 (a spike, or the last line of the paste), or at least 10x it with every later point (at least 2)
 still 10x up (divergence; one earlier point suffices only for a 100x jump). A 3x wobble, ordinary
 early noise and a high first point (nothing before it) stay quiet.
+
+A short Megatron paste (`lm loss`, the token cross-entropy averaged over the logging interval's global
+batches) is also judged in nats: a rise of at least 1.5 nats and 1.2x above the median of every interval
+before it is a spike (playbooks/numerical/loss_spike_lm.py). The average of hundreds of thousands of
+tokens moves by hundredths of a nat between intervals; a 2x wobble of a small fine-tuning loss is a
+fraction of a nat and stays quiet.
 """,
     )
 )
