@@ -3,21 +3,7 @@ ranks first, its first cause, and the near misses that stay with another playboo
 
 from __future__ import annotations
 
-from forensics.contracts.context import Context
-from forensics.contracts.model import Severity
-from forensics.engine import analyze
-from tests.helpers import ingest_text
-
-
-def _problems(tmp_path, text: str) -> list:
-    a = analyze(Context(ingest_text(tmp_path, text)))
-    return [f for f in a.findings if f.severity > Severity.INFO]
-
-
-def _top(tmp_path, text: str) -> tuple[str, str]:
-    found = _problems(tmp_path, text)
-    assert found, "no finding"
-    return found[0].id, found[0].causes[0].cause.id
+from tests.test_library_final_errors import _problems, _top
 
 
 def test_mxnet_pooled_storage_cudamalloc_failure_is_cuda_oom(tmp_path):

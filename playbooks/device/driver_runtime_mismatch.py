@@ -39,8 +39,8 @@ PLAYBOOK = declare(
         tables=("events",),
         explains=("nccl-timeout", "device-assert"),
         codes=("cuda_arch_incompatible", "cuda_driver_insufficient", "cuda_driver_too_old", "cuda_init_failed",
-               "cuda_library_not_found", "cuda_no_device", "cudnn_version_mismatch", "curand_launch_failure",
-               "no_kernel_image", "no_nvidia_driver",
+               "cuda_kernel_assert", "cuda_library_not_found", "cuda_no_device", "cudnn_version_mismatch",
+               "curand_launch_failure", "device_side_assert", "illegal_memory_access", "no_kernel_image", "no_nvidia_driver",
                "nvml_driver_mismatch", "paddle_external_fault", "shell_signal_exit"),
         causes=(
             Cause("driver_too_old", "The NVIDIA driver is older than the CUDA runtime the wheel was built for",

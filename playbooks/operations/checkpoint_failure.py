@@ -51,7 +51,7 @@ PLAYBOOK = declare(
         severity=Severity.HIGH,
         tables=("events",),
         explains=("nccl-timeout", "silent-hang"),
-        codes=("checkpoint_corrupt", "checkpoint_permission_denied", "checkpoint_write_failed",
+        codes=("checkpoint_corrupt", "checkpoint_permission_denied", "checkpoint_saving", "checkpoint_write_failed",
                "embedding_size_mismatch", "no_space_left", "permission_denied", "pickle_eof", "state_dict_mismatch", "checkpoint_weights_only"),
         causes=(
             Cause("not_writable", "The checkpoint folder is missing or not writable (permissions, read-only mount, a folder never created)",
