@@ -34,7 +34,7 @@ META_BYTES = 64 * 1024 * 1024
 # Events of one trace read at most (FORENSICS_MAX_TRACE_EVENTS overrides it, read per file): past it the rest of the
 # trace is not read and the file is `partial`. The largest trace of our corpus has 216K events; VizTracer's default
 # ring buffer holds 1M entries.
-DEFAULT_MAX_TRACE_EVENTS = 4_000_000
+DEFAULT_MAX_TRACE_EVENTS = 1 << 20
 
 
 def event_budget() -> int:
