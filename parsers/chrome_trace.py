@@ -4,8 +4,9 @@ Speed and memory (traces reach gigabytes): the `traceEvents` array is cut into w
 a few MB at event boundaries and each window is decoded by msgspec, in place, into typed structs
 that declare only the fields we keep (`args` stays a zero-copy `msgspec.Raw`, or a reader's
 `Schema` types just the args fields it uses), then turned into Arrow columns before the next
-window is decoded. Peak memory is the file bytes plus the
-columns plus one window of Python objects. A window that does not decode is the end of
+window is decoded. A file is streamed (`read_stream`): a few windows of it are held at a time, never the
+whole document, so peak memory is the columns plus a few windows; past the event budget
+(FORENSICS_MAX_TRACE_EVENTS) the rest is not read and the trace is incomplete. A window that does not decode is the end of
 the array (trailing data), a split inside a nested value (retried further on), a tolerated
 quirk of old writers (control characters, bare `N/A`: decoded leniently), or damage
 (truncation, corruption): then every complete event before the damage is kept and the
