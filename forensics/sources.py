@@ -33,8 +33,8 @@ _STEP = 4 * 1024 * 1024
 _ZLIB = type(zlib.decompressobj())  # zlib exports no name for its decompressor type
 
 
-# A document read whole (a JSON trace) larger than this is read up to it and marked partial; the trace readers
-# then keep the complete events before the cut. Overridable (FORENSICS_MAX_DOCUMENT_MB), read per file.
+# A JSON document (read whole, or a trace streamed) larger than this is read up to it and marked partial; the trace
+# readers then keep the complete events before the cut. Overridable (FORENSICS_MAX_DOCUMENT_MB), read per file.
 DEFAULT_MAX_DOCUMENT_MB = 4096
 
 
