@@ -271,7 +271,9 @@ class _Document:
         if self.eof or (len(self.buf) >= end and keep_from < STREAM_BYTES):
             return
         keep_from = max(0, min(keep_from, len(self.buf)))
-        block = self.fh.read(max(STREAM_BYTES, end - len(self.buf))) if len(self.buf) < end else b""
+        # At least as much as is kept: one event of a GB grows the buffer by doubling, not block by block.
+        want = max(STREAM_BYTES, end - len(self.buf), len(self.buf) - keep_from)
+        block = self.fh.read(want) if len(self.buf) < end else b""
         if len(self.buf) < end and not block:
             self.eof = True
         new = bytearray(memoryview(self.buf)[keep_from:])
