@@ -33,8 +33,8 @@ _STEP = 4 * 1024 * 1024
 _ZLIB = type(zlib.decompressobj())  # zlib exports no name for its decompressor type
 
 
-# A document read whole (a JSON trace) larger than this is read up to it and marked partial; the trace readers
-# then keep the complete events before the cut. Overridable (FORENSICS_MAX_DOCUMENT_MB), read per file.
+# A JSON document (read whole, or a trace streamed) larger than this is read up to it and marked partial; the trace
+# readers then keep the complete events before the cut. Overridable (FORENSICS_MAX_DOCUMENT_MB), read per file.
 DEFAULT_MAX_DOCUMENT_MB = 4096
 
 
@@ -243,6 +243,22 @@ class _Recoding(_Filter):
         return n
 
 
+class _Capped(io.RawIOBase):
+    """A stream read up to `left` bytes, no further."""
+
+    def __init__(self, fh: BinaryIO, left: int) -> None:
+        self._fh = fh
+        self.left = left
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        block = self._fh.read(self.left if n is None or n < 0 else min(n, self.left))
+        self.left -= len(block)
+        return block
+
+
 @dataclass
 class Source:
     """One regular file of the run folder, opened read-only and decompressed on the fly."""
@@ -298,28 +314,16 @@ class Source:
             self._cut_at_budget(fh, budget)
             return data
 
-    def read_all_mutable(self) -> bytearray:
-        """The whole decompressed content as a private bytearray (the file itself is untouched), up to the
-        document budget.
-
-        For readers that decode in place; a plain file is read straight into a buffer of its
-        size, a compressed one grows block by block (no second full-size copy)."""
+    @contextlib.contextmanager
+    def document(self) -> Iterator[BinaryIO]:
+        """The decompressed content as a stream that ends at the document budget, for readers that stream one
+        JSON document (traces): a content cut by the budget is marked when the reader has read up to it."""
         budget = document_budget()
         with self.open() as fh:
-            if self.compression is None and not self.recoded:
-                buf = bytearray(min(self.size, budget))
-                got = fh.readinto(buf)
-                if got < len(buf):  # the file shrank while being read
-                    del buf[got:]
-                extra = fh.read(budget - len(buf))
-                if extra:  # ... or grew
-                    buf += extra
-            else:
-                buf = bytearray()
-                while len(buf) < budget and (block := fh.read(min(32 * 1024 * 1024, budget - len(buf)))):
-                    buf += block
-            self._cut_at_budget(fh, budget)
-            return buf
+            capped = _Capped(fh, budget)
+            yield capped
+            if capped.left == 0:
+                self._cut_at_budget(fh, budget)
 
     def chunks(self, size: int = 32 * 1024 * 1024) -> Iterator[bytes]:
         """Decompressed content in blocks of about `size` bytes."""

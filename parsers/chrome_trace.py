@@ -4,8 +4,9 @@ Speed and memory (traces reach gigabytes): the `traceEvents` array is cut into w
 a few MB at event boundaries and each window is decoded by msgspec, in place, into typed structs
 that declare only the fields we keep (`args` stays a zero-copy `msgspec.Raw`, or a reader's
 `Schema` types just the args fields it uses), then turned into Arrow columns before the next
-window is decoded. Peak memory is the file bytes plus the
-columns plus one window of Python objects. A window that does not decode is the end of
+window is decoded. A file is streamed (`read_stream`): a few windows of it are held at a time, never the
+whole document, so peak memory is the columns plus a few windows; past the event budget
+(FORENSICS_MAX_TRACE_EVENTS) the rest is not read and the trace is incomplete. A window that does not decode is the end of
 the array (trailing data), a split inside a nested value (retried further on), a tolerated
 quirk of old writers (control characters, bare `N/A`: decoded leniently), or damage
 (truncation, corruption): then every complete event before the damage is kept and the
@@ -15,11 +16,12 @@ result says so.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Literal, get_args
+from typing import Any, BinaryIO, Literal, get_args
 
 import msgspec
 import numpy as np
@@ -27,6 +29,21 @@ import pyarrow as pa
 
 DICT_STR = pa.dictionary(pa.int32(), pa.string())
 WINDOW_BYTES = 4 * 1024 * 1024
+# A stream is read in blocks of this size; the keys around traceEvents are held up to META_BYTES.
+STREAM_BYTES = 8 * 1024 * 1024
+META_BYTES = 64 * 1024 * 1024
+# Events of one trace read at most (FORENSICS_MAX_TRACE_EVENTS overrides it, read per file): past it the rest of the
+# trace is not read and the file is `partial`. The largest trace of our corpus has 216K events; VizTracer's default
+# ring buffer holds 1M entries.
+DEFAULT_MAX_TRACE_EVENTS = 1 << 20
+
+
+def event_budget() -> int:
+    """Events of one trace kept, at most."""
+    try:
+        return max(1, int(float(os.environ.get("FORENSICS_MAX_TRACE_EVENTS", DEFAULT_MAX_TRACE_EVENTS))))
+    except ValueError:
+        return DEFAULT_MAX_TRACE_EVENTS
 _EMPTY = msgspec.Raw(b"")
 
 
@@ -237,20 +254,58 @@ def _lenient(window: bytes, schema: Schema) -> tuple[list, int] | None:
         return None
 
 
-class _Reader:
-    """Walks the traceEvents array window by window."""
+class _Document:
+    """The document's bytes: all of them (in memory), or a sliding piece of a stream (`fh`), where
+    buf[0] is byte `base` of the document. Growing or sliding makes a new buffer (an old one may still be
+    referenced by zero-copy `args` slices, so it is never resized in place)."""
 
-    def __init__(self, buf: bytes | bytearray, start: int, window: int, transform: Transform | None = None,
-                 keep_args: bool = True, schema: Schema = GENERIC) -> None:
+    def __init__(self, buf: bytes | bytearray, fh: BinaryIO | None = None) -> None:
         self.buf = buf
+        self.fh = fh
+        self.base = 0
+        self.eof = fh is None
+
+    def load(self, end: int, keep_from: int = 0) -> None:
+        """Hold at least the bytes up to `end` (fewer at the end of the stream); a stream drops those before
+        `keep_from`."""
+        if self.eof or (len(self.buf) >= end and keep_from < STREAM_BYTES):
+            return
+        keep_from = max(0, min(keep_from, len(self.buf)))
+        # At least as much as is kept: one event of a GB grows the buffer by doubling, not block by block.
+        want = max(STREAM_BYTES, end - len(self.buf), len(self.buf) - keep_from)
+        block = self.fh.read(want) if len(self.buf) < end else b""
+        if len(self.buf) < end and not block:
+            self.eof = True
+        new = bytearray(memoryview(self.buf)[keep_from:])
+        new += block
+        self.buf = new
+        self.base += keep_from
+
+    def more(self) -> bool:
+        """Read one more block onto the end; False at the end of the stream."""
+        n = len(self.buf)
+        self.load(n + 1)
+        return len(self.buf) > n
+
+    def rest(self, start: int, limit: int) -> bytes:
+        """The bytes from `start` on, at most `limit` of them (the document's tail after the event list)."""
+        while len(self.buf) - start < limit and self.more():
+            pass
+        return bytes(self.buf[start:start + limit])
+
+
+class _Reader:
+    """Walks the traceEvents array window by window (keeping at most `max_events` events)."""
+
+    def __init__(self, doc: _Document, start: int, window: int, transform: Transform | None = None,
+                 keep_args: bool = True, schema: Schema = GENERIC, max_events: int | None = None) -> None:
+        self.doc = doc
         self.schema = schema
         self.keep_args = keep_args and schema.raw_args
-        # A mutable buffer is decoded in place: the bytes just outside a window are set to '['
-        # and ']' for the decode and restored after (no 4 MB copy per window).
-        self.view = memoryview(buf) if isinstance(buf, bytearray) else None
         self.transform = transform
         self.start = start  # first byte after '['
         self.window = window
+        self.max_events = max_events
         self.parts: list = []
         self.count = 0
         self.complete = True
@@ -258,8 +313,20 @@ class _Reader:
         self.end: int | None = None  # index of the closing ']' once found
         self.dropped = 0  # events that could not be decoded on their own
         self.bad_ts = 0  # events whose ts could not be read as a number
+        self.over = False  # the event budget was reached with events left
+
+    @property
+    def buf(self) -> bytes | bytearray:
+        return self.doc.buf
 
     def _emit(self, events: list) -> None:
+        if self.max_events is not None and self.count + len(events) > self.max_events:
+            if not self.over:
+                self.over = True
+                self.complete = False
+                self.problems.append(f"event budget reached ({self.max_events:,} events, FORENSICS_MAX_TRACE_EVENTS): "
+                                     "the rest of the trace was not read")
+            events = events[:self.max_events - self.count]
         if events:
             cols, raws = _columns(events, self.count, self.keep_args)
             if cols["ts"].null_count:
@@ -272,16 +339,29 @@ class _Reader:
             self.parts.append(self.transform(cols, raws) if self.transform else cols)
             self.count += len(events)
 
+    def _split_at(self, pos: int) -> re.Match | None:
+        """The first event boundary at or after `pos`, reading more of a stream until one is found."""
+        m = _SPLIT.search(self.buf, pos)
+        while m is None:
+            seen = len(self.buf)
+            if not self.doc.more():
+                return None
+            # A boundary missed so far starts at the last '}' seen (only whitespace and a comma may follow it).
+            last = self.buf.rfind(b"}", pos, seen)
+            m = _SPLIT.search(self.buf, last if last >= 0 else seen)
+        return m
+
     def _decode_span(self, lo: int, hi: int, closed: bool) -> list:
         """Decode buf[lo:hi] as the items of a list (closed: the list ends at hi)."""
-        view = self.view
-        if view is None or not closed or lo < 1 or hi >= len(self.buf):
-            return self.schema.decode(b"[" + self.buf[lo:hi] + (b"]" if closed else b""))
         buf = self.buf
+        if not isinstance(buf, bytearray) or not closed or lo < 1 or hi >= len(buf):
+            return self.schema.decode(b"[" + buf[lo:hi] + (b"]" if closed else b""))
+        # A mutable buffer is decoded in place: the bytes just outside the window are set to '[' and ']' for
+        # the decode and restored after (no 4 MB copy per window).
         before, after = buf[lo - 1], buf[hi]
         buf[lo - 1], buf[hi] = 0x5B, 0x5D
         try:
-            return self.schema.decode(view[lo - 1:hi + 1])
+            return self.schema.decode(memoryview(buf)[lo - 1:hi + 1])
         finally:
             buf[lo - 1], buf[hi] = before, after
 
@@ -301,7 +381,7 @@ class _Reader:
                 continue
             self._emit(events)
             self.complete = False
-            self.problems.append(f"{reason}; kept the {self.count} complete events before byte {end}")
+            self.problems.append(f"{reason}; kept the {self.count} complete events before byte {self.doc.base + end}")
             return end
         self.complete = False
         self.problems.append(f"{reason}; no complete event could be recovered after event {self.count}")
@@ -346,7 +426,7 @@ class _Reader:
         for _ in range(8):
             if nxt is None:
                 return None
-            nxt = _SPLIT.search(self.buf, nxt.end())
+            nxt = self._split_at(nxt.end())
             if nxt is None:
                 return None
             events = self._try(lo, nxt.start() + 1, True)
@@ -355,15 +435,23 @@ class _Reader:
                 return nxt.end() - 1
         return None
 
+    def _slide(self, lo: int) -> int:
+        """Hold the bytes from just before `lo` to two windows past it (a stream drops those before); the new `lo`."""
+        base = self.doc.base
+        self.doc.load(lo + 2 * self.window, keep_from=lo - 1)
+        return lo - (self.doc.base - base)
+
     def run(self) -> None:
-        buf, n = self.buf, len(self.buf)
-        lo = self.start
-        m = re.compile(rb"\s*\]").match(buf, lo)
+        lo = self._slide(self.start)
+        m = re.compile(rb"\s*\]").match(self.buf, lo)
         if m:  # an empty array
             self.end = m.end() - 1
             return
-        while lo < n:
-            split = _SPLIT.search(buf, lo + self.window) if lo + self.window < n else None
+        while lo < len(self.buf) and not self.over:
+            lo = self._slide(lo)
+            buf, n = self.buf, len(self.buf)
+            split = self._split_at(lo + self.window) if lo + self.window < n else None
+            buf, n = self.buf, len(self.buf)  # a stream may have read on to find the boundary
             hi = split.start() + 1 if split else n
             try:
                 events = self._decode_span(lo, hi, split is not None)
@@ -393,6 +481,7 @@ class _Reader:
                 if resumed is not None:
                     lo = resumed
                     continue
+                buf = self.buf
                 loose = _lenient(b"[" + buf[lo:hi] + (b"]" if split else b""), self.schema)
                 if loose is not None:
                     self._emit(loose[0])
@@ -406,11 +495,12 @@ class _Reader:
                 if split is None and ("truncated" in msg or where >= n - 1):
                     self._salvage(lo, n, "truncated: the trace ends inside an event")
                     return
-                resume = self._salvage(lo, max(where, lo), f"malformed JSON near byte {where} ({msg})")
-                after = _SPLIT.search(buf, max(where, resume or lo))
+                base = self.doc.base
+                resume = self._salvage(lo, max(where, lo), f"malformed JSON near byte {base + where} ({msg})")
+                after = self._split_at(max(where, resume or lo))
                 if after is None:
                     return
-                self.problems.append(f"skipped bytes {resume or lo}..{after.start()}")
+                self.problems.append(f"skipped bytes {base + (resume or lo)}..{base + after.start()}")
                 lo = after.end() - 1
                 continue
             self._emit(events)
@@ -419,6 +509,7 @@ class _Reader:
                 self.end = buf.rindex(b"]", lo - 1)
                 return
             lo = split.end() - 1
+
 
 def _decode_meta(text: bytes) -> dict[str, msgspec.Raw] | None:
     try:
@@ -429,56 +520,77 @@ def _decode_meta(text: bytes) -> dict[str, msgspec.Raw] | None:
     return meta
 
 
-def _meta_around(buf: bytes, open_bracket: int, close: int | None) -> tuple[dict[str, msgspec.Raw], list[str]]:
-    """The document's keys other than traceEvents (before and after the array)."""
-    head = buf[:open_bracket]
-    if close is not None:
-        meta = _decode_meta(head + b"[]" + buf[close + 1:])
+def _meta_around(head: bytes, tail: bytes | None) -> tuple[dict[str, msgspec.Raw], list[str]]:
+    """The document's keys other than traceEvents (`head`: the bytes before the array's '[', `tail`: those after
+    its ']', None when the array did not close)."""
+    if tail is not None:
+        meta = _decode_meta(head + b"[]" + tail)
         if meta is not None:
             return meta, []
     # Truncated after (or inside) the array: keys written before it are still known.
     meta = _decode_meta(head + b"[]}")
     if meta is not None:
-        return meta, ([] if close is None else ["keys after traceEvents could not be read"])
+        return meta, ([] if tail is None else ["keys after traceEvents could not be read"])
     return {}, ["the top-level object could not be read"]
 
 
 def read(buf: bytes | bytearray, window: int = WINDOW_BYTES, transform: Transform | None = None,
-         keep_args: bool = True, schema: Schema = GENERIC) -> Trace:
-    """Decode a Chrome-trace document (object with traceEvents, or a bare event array).
+         keep_args: bool = True, schema: Schema = GENERIC, max_events: int | None = None) -> Trace:
+    """Decode a Chrome-trace document (object with traceEvents, or a bare event array) held in memory.
 
     `transform(table, raws)` is applied to each window as soon as it is decoded (`raws`: the
     window's args slices). The returned metadata holds copies, so `buf` can be freed as soon as
     this returns. A bytearray is decoded without copying windows; it is left as it was given.
     Without `keep_args` the tables' `args` column is null (the transform still gets `raws`).
     A reader's own `schema` may type the args fields it needs (decoded in the same pass).
+    Past `max_events` events the rest is not read and the trace is incomplete.
     """
+    return _read(_Document(buf), window, transform, keep_args, schema, max_events)
+
+
+def read_stream(fh: BinaryIO, window: int = WINDOW_BYTES, transform: Transform | None = None,
+                keep_args: bool = True, schema: Schema = GENERIC, max_events: int | None = None) -> Trace:
+    """`read` on a stream (a file being decompressed), in bounded memory: a few windows of the document are
+    held at a time, never the whole of it. The result is the same as `read` of the whole content."""
+    return _read(_Document(bytearray(), fh), window, transform, keep_args, schema, max_events)
+
+
+def _read(doc: _Document, window: int, transform: Transform | None, keep_args: bool, schema: Schema,
+          max_events: int | None) -> Trace:
+    doc.load(64 * 1024)
     i = 0
-    n = len(buf)
-    if buf.startswith(b"\xef\xbb\xbf"):
+    if doc.buf.startswith(b"\xef\xbb\xbf"):
         i = 3
-    while i < n and buf[i] in b" \t\r\n":
-        i += 1
+    while True:
+        buf, n = doc.buf, len(doc.buf)
+        while i < n and buf[i] in b" \t\r\n":
+            i += 1
+        if i < n or not doc.more():
+            break
     if i >= n:
         raise ValueError("empty document")
     if buf[i] == ord("["):
-        reader = _Reader(buf, i + 1, window, transform, keep_args, schema)
+        reader = _Reader(doc, i + 1, window, transform, keep_args, schema, max_events)
         reader.run()
         trace = Trace(reader.parts, {}, reader.complete, reader.problems, bare_array=True)
-        if reader.end is not None and buf[reader.end + 1:].strip() not in (b"",):
+        if reader.end is not None and doc.rest(reader.end + 1, META_BYTES).strip():
             trace.problems.append("data after the event list ignored")
         return trace
     if buf[i] != ord("{"):
         raise ValueError("not a JSON object or array")
-    m = _EVENTS_KEY.search(buf, i)
+    # The keys before the array are held until it is read (a real header is a few KB; META_BYTES at most).
+    m = _EVENTS_KEY.search(doc.buf, i)
+    while m is None and len(doc.buf) < META_BYTES and doc.more():
+        m = _EVENTS_KEY.search(doc.buf, i)
     if m is None:
-        meta = _decode_meta(buf[i:])
+        meta = _decode_meta(doc.buf[i:])
         if meta is None:
             raise ValueError("no traceEvents array found")
         return Trace([], _own(meta), True, ["no traceEvents key: an empty trace"])
-    reader = _Reader(buf, m.end(), window, transform, keep_args, schema)
+    head = bytes(doc.buf[:m.end() - 1])
+    reader = _Reader(doc, m.end(), window, transform, keep_args, schema, max_events)
     reader.run()
-    meta, problems = _meta_around(buf, m.end() - 1, reader.end)
+    meta, problems = _meta_around(head, None if reader.end is None else doc.rest(reader.end + 1, META_BYTES))
     if reader.end is not None and problems and reader.complete:
         reader.complete = False
     return Trace(reader.parts, _own(meta), reader.complete, reader.problems + problems)

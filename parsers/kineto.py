@@ -193,12 +193,10 @@ def parse_bytes(buf: bytes, rel: str) -> ParseResult:
 
 
 def parse(src, sn: Sniffed) -> ParseResult:
-    """Read the whole (decompressed) file, decode it window by window, build the tables."""
-    buf = src.read_all_mutable()
+    """Stream the (decompressed) file, decode it window by window up to the event budget, build the tables."""
     window = _Window()
-    tr = chrome_trace.read(buf, transform=window, schema=SCHEMA)
-    # The document is no longer needed: free it before the tables are assembled.
-    del buf
+    with src.document() as fh:
+        tr = chrome_trace.read_stream(fh, transform=window, schema=SCHEMA, max_events=chrome_trace.event_budget())
     return _result(tr, src.rel, window.flows, src.truncated, list(src.problems))
 
 

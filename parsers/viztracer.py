@@ -140,10 +140,9 @@ def parse_bytes(buf: bytes, rel: str) -> ParseResult:
 
 
 def parse(src, sn: Sniffed) -> ParseResult:
-    """Read the whole (decompressed) file, decode it window by window, build the tables."""
-    buf = src.read_all_mutable()
-    tr = chrome_trace.read(buf, transform=_window)
-    del buf  # free the document before the tables are assembled
+    """Stream the (decompressed) file, decode it window by window up to the event budget, build the tables."""
+    with src.document() as fh:
+        tr = chrome_trace.read_stream(fh, transform=_window, max_events=chrome_trace.event_budget())
     return _result(tr, src.rel, src.truncated, list(src.problems))
 
 
