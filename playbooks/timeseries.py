@@ -390,9 +390,9 @@ def runs(s: pl.DataFrame, predicate: pl.Expr, min_points: int = 1) -> pl.DataFra
     # The columns the predicate reads, and the row positions for the provenance of each run's first point.
     need = [c for c in predicate.meta.root_names() if c not in ("rank", "step", "value")]
     rows = slim(s, *dict.fromkeys(need))
-    # Runs are within one rank and the predicate is row-wise: one rank at a time, so the temporaries hold one rank's rows.
-    ranks = rows.get_column("rank").unique().sort(nulls_last=True).to_list()
-    out = pl.concat([_runs_of(rows.filter(pl.col("rank").eq_missing(r)), predicate) for r in ranks])
+    # Runs are within one rank and the predicate is row-wise: whole ranks of about `PART_ROWS` rows at a time, so the
+    # temporaries hold that many rows, and thousands of tiny ranks take one pass, not one each.
+    out = pl.concat([_runs_of(rows.filter(_ranks_in(batch)), predicate) for batch in rank_batches(rows, PART_ROWS)])
     out = out.filter(pl.col("points") >= min_points).sort("start_step", "rank", nulls_last=True)
     return fetch(out, s, ["file", "line"])
 
@@ -430,10 +430,52 @@ def onset(s: pl.DataFrame, predicate: pl.Expr, min_points: int = 1) -> Onset | N
                  rank=row["rank"], file=row["file"], line=row["line"], to_end=row["to_end"])
 
 
+def rank_batches(rows: pl.DataFrame, limit: int) -> list[list[int | None]]:
+    """The ranks of some rows (None: the rows without a rank), lowest first (None last), in batches of whole ranks of
+    about `limit` rows (a rank with more alone): what a computation that never crosses ranks handles at once."""
+    counts = rows.group_by("rank").len().sort("rank", nulls_last=True)
+    out: list[list[int | None]] = []
+    size = 0
+    for r, n in counts.iter_rows():
+        if out and size + n <= limit:
+            out[-1].append(r)
+            size += n
+        else:
+            out.append([r])
+            size = n
+    return out
+
+
+def joined(parts: Iterable[pl.DataFrame], limit: int = PART_ROWS) -> Iterator[pl.DataFrame]:
+    """Consecutive frames of a series put together up to about `limit` rows (a bigger one alone), in order, each one
+    contiguous in memory: per-rank pieces of a series (`series_parts`, `series_ranks`) handled or stored a few
+    thousand rows at a time, not one call (or one stored batch) per rank. Two pieces of one rank (windows of a big
+    rank's steps) are never put together: each stays what it was alone. Empty frames are left out, unless every
+    frame is empty (the first is given then, for its schema)."""
+    buf: list[pl.DataFrame] = []
+    size, last, empty = 0, None, None
+    for p in parts:
+        if not p.height:
+            empty = p if empty is None else empty
+            continue
+        ranks = p.get_column("rank") if "rank" in p.columns else pl.Series([None])  # no rank column: one rank
+        if buf and (size + p.height > limit or ranks[0] == last):
+            yield pl.concat(buf, rechunk=True) if len(buf) > 1 else buf[0]
+            buf, size = [], 0
+        buf.append(p)
+        size += p.height
+        last = ranks[-1]
+    if buf:
+        yield pl.concat(buf, rechunk=True) if len(buf) > 1 else buf[0]
+    elif empty is not None:
+        yield empty
+
+
 def onset_over(parts: Iterable[pl.DataFrame], predicate: pl.Expr, min_points: int = 1) -> Onset | None:
     """`onset` of a series given in pieces of whole ranks (the pieces of `series_parts`, or one rank at a time): the
-    same onset, with one piece in memory at a time (runs never cross ranks; each piece gives its first run)."""
-    firsts = [r.head(1) for r in (runs(p, predicate, min_points) for p in parts if p.height) if r.height]
+    same onset, with a few pieces in memory at a time (runs never cross ranks; each batch of pieces gives its first
+    run; tiny pieces are put together so that thousands of tiny ranks take a few passes, not one each)."""
+    firsts = [r.head(1) for r in (runs(p, predicate, min_points) for p in joined(parts)) if r.height]
     if not firsts:
         return None
     row = pl.concat(firsts).sort("start_step", "rank", nulls_last=True).row(0, named=True)
