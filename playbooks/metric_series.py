@@ -83,16 +83,16 @@ BATCH_ROWS = 1 << 16
 
 
 def _built(ctx: Context, name: str, finite: bool, dedupe: bool) -> Iterator[pl.DataFrame]:
-    """The pieces of one metric's series (`ts.series_pieces`, one per rank or window of a big rank's steps), consecutive
+    """The pieces of one metric's series (`ts.series_pieces`: whole ranks, or a window of a big rank's steps), consecutive
     small ones put together up to about `BATCH_ROWS` rows: what is written to disk or read, a few frames however
     many ranks there are (every reader splits them by rank again where it needs to)."""
-    return ts.joined(ts.series_pieces(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe), BATCH_ROWS)
+    return ts.joined(ts.series_pieces(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe, apart=False), BATCH_ROWS)
 
 
 def series_batches(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bool = False,
-                   dedupe: bool = True, cols: tuple[str, ...] | None = None, rows: int = BATCH_ROWS) -> Iterator[pl.DataFrame]:
+                   dedupe: bool = True, cols: tuple[str, ...] | None = None, rows: int | None = None) -> Iterator[pl.DataFrame]:
     """`series(ctx, names, ...)` in frames of whole consecutive ranks, in its order: a frame ends at the first end of a
-    rank after about `rows` rows (one big rank alone has more); their concatenation is the series. A detector that
+    rank after about `rows` rows (default `BATCH_ROWS`; one big rank alone has more); their concatenation is the series. A detector that
     decides each rank with polars expressions over ranks (`over("rank")`, `group_by("rank")`) decides thousands of tiny
     ranks in one pass instead of one call per rank; with `cols` (rank among them), only those columns."""
     wanted = [names] if isinstance(names, str) else list(names)
@@ -103,6 +103,7 @@ def series_batches(ctx: Context, names: tuple[str, ...] | list[str] | str, *, fi
     # A series few playbooks read is built piece by piece as it is read, nothing kept.
     pieces = ctx.memo_frames(("series", name, finite, dedupe), lambda: _built(ctx, name, finite, dedupe)) \
         if name in SHARED else map(plain, _built(ctx, name, finite, dedupe))
+    rows = rows or BATCH_ROWS
     buf: list[pl.DataFrame] = []
     size, last = 0, None
     for piece in pieces:
