@@ -211,7 +211,24 @@ def series_columns(ctx: Context, names: tuple[str, ...] | list[str] | str, cols:
 def series_lowest_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bool = False,
                        dedupe: bool = True) -> tuple[pl.DataFrame, int]:
     """The rows of the lowest rank of `series(ctx, names, ...)` (every row when no row has a rank: `ts.lowest_rank`,
-    in step order) and how many rows the whole series has, read a batch of whole ranks at a time."""
+    in step order) and how many rows the whole series has, read a batch of whole ranks at a time. For a series many
+    playbooks share, found once per run (the rows kept on disk): half a dozen detectors ask for the loss's."""
+    have = present(ctx, [names] if isinstance(names, str) else list(names))
+    if not have or have[0] not in SHARED:
+        return _lowest_rank(ctx, names, finite, dedupe)
+    key = ("series_lowest_rank", have[0], finite, dedupe)
+    counted: list[int] = []
+
+    def scan() -> pl.DataFrame:
+        first, total = _lowest_rank(ctx, names, finite, dedupe)
+        counted.append(total)
+        return first
+
+    first = ctx.memo_frame(key, scan)
+    return first, ctx.memo((*key, "rows"), lambda: counted[0])
+
+
+def _lowest_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, finite: bool, dedupe: bool) -> tuple[pl.DataFrame, int]:
     first, total = None, 0
     for batch in series_batches(ctx, names, finite=finite, dedupe=dedupe):
         total += batch.height

@@ -61,6 +61,8 @@ def test_row_readers_over_batches_give_the_rows_of_the_whole_series(tmp_path, sm
     assert M.series_columns(ctx, M.LOSS, ("rank", "value"), where=late, finite=True).equals(whole.filter(late).select("rank", "value"))
     low, n = M.series_lowest_rank(ctx, M.LOSS, finite=True)
     assert n == whole.height and low.equals(whole.filter(pl.col("rank") == 0))
+    again, n = M.series_lowest_rank(ctx, M.LOSS, finite=True)  # found once per run, then read back
+    assert n == whole.height and again.equals(low) and again.schema == low.schema
     assert M.series_rank(ctx, M.LOSS, LONG_RANK, finite=True).equals(whole.filter(pl.col("rank") == LONG_RANK))
     assert M.series_rank(ctx, M.LOSS, 12345, finite=True).height == 0
 
