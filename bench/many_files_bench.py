@@ -1,9 +1,11 @@
 """Many tiny files: ingest and analyze of a folder of N small rank logs, timed phase by phase.
 
-Usage: python bench/many_files_bench.py [--files 20000] [--profile ingest|analyze]
+Usage: python bench/many_files_bench.py [--files 20000] [--layout shared|per-rank] [--profile ingest|analyze]
 
 Generates (in a temporary folder, removed afterwards) N tiny text logs in one folder, each a few
-lines a trainer writes (a step line, a warning), one of them ending in a CUDA OOM. Then, in this
+lines a trainer writes (a step line, a warning), one of them ending in a CUDA OOM: with `--layout shared`
+(the default) the step lines name one of 8 ranks (`[rank3]: step ...`); with `per-rank` every file is
+a rank of its own (`rank123.log` with bare step lines), so every metric is N one-point series. Then, in this
 process: discovery alone, sniffing alone, `ingest()`, and `analyze()` of the ingested run, each
 timed; the baseline printed first is reading every file's bytes once (the floor any ingest pays),
 and every phase is printed as a ratio to it. Target (issue 17): ingest and analyze each < 60 s for
@@ -16,6 +18,7 @@ import argparse
 import cProfile
 import os
 import pstats
+import resource
 import sys
 import tempfile
 import time
@@ -28,13 +31,14 @@ OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. 
        "79.10 GiB of which 1.06 GiB is free.")
 
 
-def generate(root: Path, n: int) -> None:
+def generate(root: Path, n: int, layout: str = "shared") -> None:
     for i in range(n):
-        lines = [f"[rank{i % 8}]: step {i} loss 2.{i % 97:02d} lr 0.0001",
-                 "UserWarning: TypedStorage is deprecated."]
+        step = f"step {i} loss 2.{i % 97:02d} lr 0.0001"
+        lines = [f"[rank{i % 8}]: {step}" if layout == "shared" else step, "UserWarning: TypedStorage is deprecated."]
         if i == n - 1:
             lines.append(OOM)
-        (root / f"worker-{i:06d}.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        name = f"worker-{i:06d}.log" if layout == "shared" else f"rank{i}.log"
+        (root / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def timed(label: str, fn, base: float | None = None):
@@ -49,6 +53,7 @@ def timed(label: str, fn, base: float | None = None):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", type=int, default=20000)
+    ap.add_argument("--layout", choices=["shared", "per-rank"], default="shared")
     ap.add_argument("--profile", choices=["ingest", "analyze"])
     args = ap.parse_args()
     from forensics.contracts.context import Context
@@ -59,7 +64,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="forensics-many-") as tmp:
         root = Path(tmp)
-        timed(f"generate {args.files} files", lambda: generate(root, args.files))
+        timed(f"generate {args.files} files", lambda: generate(root, args.files, args.layout))
 
         def read_all() -> int:
             total = 0
@@ -82,7 +87,8 @@ def main() -> None:
         result, _ = timed("analyze (ingested run)", lambda: analyze(Context(run)), base)
         if prof and args.profile == "analyze":
             prof.disable()
-        print("findings:", [f.playbook for f in result.findings][:5])
+        print("findings:", [f.id for f in result.findings][:5])
+        print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB (this process)")
         if prof:
             pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
 

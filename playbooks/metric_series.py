@@ -73,36 +73,65 @@ def series(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bo
     # Only the series many playbooks read are kept: the others would hold memory for nothing.
     # The kept one is written to disk piece by piece (whole ranks at a time), so it is never whole in memory until read.
     if name in SHARED:
-        return ctx.memo_frame(("series", name, finite, dedupe),
-                              lambda: ts.series_pieces(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe))
+        return ctx.memo_frame(("series", name, finite, dedupe), lambda: _built(ctx, name, finite, dedupe))
     return compute()
+
+
+# Rows of a piece of a series as kept on disk, and of a frame of `series_batches`, about: a series of thousands of tiny
+# ranks (a folder of one small log per rank) is read and decided in a few frames, not one per rank.
+BATCH_ROWS = 1 << 16
+
+
+def _built(ctx: Context, name: str, finite: bool, dedupe: bool) -> Iterator[pl.DataFrame]:
+    """The pieces of one metric's series (`ts.series_pieces`: whole ranks, or a window of a big rank's steps), consecutive
+    small ones put together up to about `BATCH_ROWS` rows: what is written to disk or read, a few frames however
+    many ranks there are (every reader splits them by rank again where it needs to)."""
+    return ts.joined(ts.series_pieces(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe, apart=False), BATCH_ROWS)
+
+
+def series_batches(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bool = False,
+                   dedupe: bool = True, cols: tuple[str, ...] | None = None, rows: int | None = None) -> Iterator[pl.DataFrame]:
+    """`series(ctx, names, ...)` in frames of whole consecutive ranks, in its order: a frame ends at the first end of a
+    rank after about `rows` rows (default `BATCH_ROWS`; one big rank alone has more); their concatenation is the series. A detector that
+    decides each rank with polars expressions over ranks (`over("rank")`, `group_by("rank")`) decides thousands of tiny
+    ranks in one pass instead of one call per rank; with `cols` (rank among them), only those columns."""
+    wanted = [names] if isinstance(names, str) else list(names)
+    have = present(ctx, wanted)
+    if not have:
+        return
+    name = have[0]
+    # A series few playbooks read is built piece by piece as it is read, nothing kept.
+    pieces = ctx.memo_frames(("series", name, finite, dedupe), lambda: _built(ctx, name, finite, dedupe)) \
+        if name in SHARED else map(plain, _built(ctx, name, finite, dedupe))
+    rows = rows or BATCH_ROWS
+    buf: list[pl.DataFrame] = []
+    size, last = 0, None
+    for piece in pieces:
+        if not piece.height:
+            continue
+        ranks = piece.get_column("rank")
+        # A piece may start with the rest of the rank the one before ended with: the frame is cut between ranks only.
+        if buf and size >= rows and ranks[0] != last:
+            yield pl.concat(buf) if len(buf) > 1 else buf[0]
+            buf, size = [], 0
+        buf.append(piece if cols is None else piece.select(cols))
+        size += piece.height
+        last = ranks[-1]
+    if buf:
+        yield pl.concat(buf) if len(buf) > 1 else buf[0]
 
 
 def series_ranks(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bool = False,
                  dedupe: bool = True, cols: tuple[str, ...] | None = None) -> Iterator[pl.DataFrame]:
     """`series(ctx, names, ...)` one rank at a time, in its order (the lowest rank first, rows without a rank
     last): the concatenation of the frames is the series. A series many playbooks share is read back from its
-    copy on disk piece by piece, so a detector that decides rank by rank holds one rank's rows, not all; with
+    copy on disk a batch of whole ranks at a time (`series_batches`), so a detector that decides rank by rank holds
+    one batch's rows, not all (a detector that can decide ranks together reads the batches themselves); with
     `cols` (which must include rank), only those columns of them (a rank's ranks, steps and values, not every
     row's provenance strings: fetch the rows quoted with `series_where` at the end)."""
-    wanted = [names] if isinstance(names, str) else list(names)
-    have = present(ctx, wanted)
-    if not have:
-        return
-    name = have[0]
-    build = lambda: ts.series_pieces(ctx.metrics_lazy([name]), name, finite=finite, dedupe=dedupe)  # noqa: E731
-    # A series few playbooks read is built piece by piece as it is read, nothing kept.
-    pieces = ctx.memo_frames(("series", name, finite, dedupe), build) if name in SHARED else map(plain, build())
-    # A piece holds whole ranks, or a window of one big rank's steps: the pieces of one rank are put together.
-    held: list[pl.DataFrame] = []
-    for piece in pieces:
-        for part in (piece if cols is None else piece.select(cols)).partition_by("rank", maintain_order=True) if piece.height else []:
-            if held and held[0].get_column("rank")[0] != part.get_column("rank")[0]:
-                yield pl.concat(held)
-                held = []
-            held.append(part)
-    if held:
-        yield pl.concat(held)
+    # A batch holds whole ranks, each rank's rows together (the series is sorted by rank).
+    for batch in series_batches(ctx, names, finite=finite, dedupe=dedupe, cols=cols):
+        yield from batch.partition_by("rank", maintain_order=True)
 
 
 def several_ranks(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bool = False) -> bool:
@@ -145,22 +174,22 @@ def series_steps(ctx: Context, names: tuple[str, ...] | list[str] | str, cols: t
         count = max(1, min(-(-n // WINDOW_ROWS), 256))
         width = max(1, -(-(hi - lo + 1) // count))
         window = ((pl.col("step") - lo) // width).clip(0, count - 1).alias("_window")
-        for part in series_ranks(ctx, name, finite=finite, dedupe=dedupe, cols=tuple(dict.fromkeys(("rank", "step", *cols)))):
-            yield part.select(*cols, window)
+        for batch in series_batches(ctx, name, finite=finite, dedupe=dedupe, cols=tuple(dict.fromkeys(("rank", "step", *cols)))):
+            yield batch.select(*cols, window)
 
     yield from ctx.memo_groups(("series_steps", name, finite, dedupe, tuple(cols)), windows, "_window")
 
 
 def series_where(ctx: Context, names: tuple[str, ...] | list[str] | str, where: pl.Expr, *, finite: bool = False,
                  dedupe: bool = True) -> tuple[pl.DataFrame, int]:
-    """The rows of `series(ctx, names, ...)` that `where` keeps (in series order), and how many rows the series has:
-    what a detector decides on (every non-finite point, the rows at one step), read one rank at a time, so the
-    whole series is never in memory."""
+    """The rows of `series(ctx, names, ...)` that `where` (a row-wise expression) keeps (in series order), and how many
+    rows the series has: what a detector decides on (every non-finite point, the rows at one step), read a batch of
+    whole ranks at a time (`series_batches`), so the whole series is never in memory."""
     kept: list[pl.DataFrame] = []
     total = 0
-    for part in series_ranks(ctx, names, finite=finite, dedupe=dedupe):
-        total += part.height
-        kept.append(part.filter(where))
+    for batch in series_batches(ctx, names, finite=finite, dedupe=dedupe):
+        total += batch.height
+        kept.append(batch.filter(where))
         if len(kept) > 1 and not kept[-2].height:
             kept.pop(-2)  # the schema is all an empty piece gives: one is kept for it
     if not kept:
@@ -171,34 +200,53 @@ def series_where(ctx: Context, names: tuple[str, ...] | list[str] | str, where: 
 
 def series_columns(ctx: Context, names: tuple[str, ...] | list[str] | str, cols: tuple[str, ...], *,
                    where: pl.Expr | None = None, finite: bool = False, dedupe: bool = True) -> pl.DataFrame:
-    """Some columns of `series(ctx, names, ...)` (of the rows `where` keeps, in its order), read one rank at a time:
-    a detector that decides on ranks, steps and values holds those, not every row's provenance (fetch the rows it
-    quotes with `series_where`)."""
-    parts = [(part if where is None else part.filter(where)).select(cols)
-             for part in series_ranks(ctx, names, finite=finite, dedupe=dedupe)]
+    """Some columns of `series(ctx, names, ...)` (of the rows `where`, a row-wise expression, keeps, in its order), read
+    a batch of whole ranks at a time: a detector that decides on ranks, steps and values holds those, not every row's
+    provenance (fetch the rows it quotes with `series_where`)."""
+    parts = [(batch if where is None else batch.filter(where)).select(cols)
+             for batch in series_batches(ctx, names, finite=finite, dedupe=dedupe)]
     return pl.concat(parts) if parts else series(ctx, names, finite=finite, dedupe=dedupe).select(cols)
 
 
 def series_lowest_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, *, finite: bool = False,
                        dedupe: bool = True) -> tuple[pl.DataFrame, int]:
     """The rows of the lowest rank of `series(ctx, names, ...)` (every row when no row has a rank: `ts.lowest_rank`,
-    in step order) and how many rows the whole series has, read one rank at a time."""
+    in step order) and how many rows the whole series has, read a batch of whole ranks at a time. For a series many
+    playbooks share, found once per run (the rows kept on disk): half a dozen detectors ask for the loss's."""
+    have = present(ctx, [names] if isinstance(names, str) else list(names))
+    if not have or have[0] not in SHARED:
+        return _lowest_rank(ctx, names, finite, dedupe)
+    key = ("series_lowest_rank", have[0], finite, dedupe)
+    counted: list[int] = []
+
+    def scan() -> pl.DataFrame:
+        first, total = _lowest_rank(ctx, names, finite, dedupe)
+        counted.append(total)
+        return first
+
+    first = ctx.memo_frame(key, scan)
+    return first, ctx.memo((*key, "rows"), lambda: counted[0])
+
+
+def _lowest_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, finite: bool, dedupe: bool) -> tuple[pl.DataFrame, int]:
     first, total = None, 0
-    for part in series_ranks(ctx, names, finite=finite, dedupe=dedupe):
-        total += part.height
-        first = part if first is None else first
+    for batch in series_batches(ctx, names, finite=finite, dedupe=dedupe):
+        total += batch.height
+        # The lowest rank's rows lead the first batch (a batch holds whole ranks, sorted).
+        first = batch.filter(batch.get_column("rank").rle_id() == 0) if first is None else first
     return (first if first is not None else series(ctx, names, finite=finite, dedupe=dedupe)), total
 
 
 def series_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, rank: int | None, *, finite: bool = False,
                 dedupe: bool = True, cols: tuple[str, ...] | None = None) -> pl.DataFrame:
-    """The rows of one rank (None: the rows without a rank) of `series(ctx, names, ...)`, read one rank at a time
-    (only `cols` of them with `cols`, rank among them)."""
+    """The rows of one rank (None: the rows without a rank) of `series(ctx, names, ...)`, read a batch of whole ranks
+    at a time (only `cols` of them with `cols`, rank among them)."""
     last = None
-    for part in series_ranks(ctx, names, finite=finite, dedupe=dedupe, cols=cols):
-        if part.get_column("rank")[0] == rank:
+    for batch in series_batches(ctx, names, finite=finite, dedupe=dedupe, cols=cols):
+        part = batch.filter(pl.col("rank").eq_missing(rank))
+        if part.height:
             return part
-        last = part
+        last = batch
     if last is not None:
         return last.clear()
     whole = series(ctx, names, finite=finite, dedupe=dedupe)

@@ -244,27 +244,30 @@ PART_ROWS = 1 << 18
 
 
 def series_pieces(metrics: pl.LazyFrame, name: str | Sequence[str], *, dedupe: bool = True,
-                  finite: bool = False) -> Iterator[pl.DataFrame]:
+                  finite: bool = False, apart: bool = True) -> Iterator[pl.DataFrame]:
     """`series(metrics, name, strings=False)` of a lazy frame (a cached run's rows of the name) in pieces, in order
-    (see `series_parts`): a consumer that streams them (a spill to disk) never holds the whole series. Nothing
-    when the frame has no rows."""
+    (see `series_parts`, and `apart` there): a consumer that streams them (a spill to disk) never holds the whole
+    series. Nothing when the frame has no rows."""
     wanted = [name] if isinstance(name, str) else list(name)
-    yield from _pieces(_ensure_cols(metrics).filter(pl.col("name").is_in(wanted)), finite, dedupe)
+    yield from _pieces(_ensure_cols(metrics).filter(pl.col("name").is_in(wanted)), finite, dedupe, apart)
 
 
-def _pieces(rows: pl.LazyFrame | pl.DataFrame, finite: bool, dedupe: bool) -> Iterator[pl.DataFrame]:
+def _pieces(rows: pl.LazyFrame | pl.DataFrame, finite: bool, dedupe: bool, apart: bool = True) -> Iterator[pl.DataFrame]:
     if not dedupe:
         yield _clean(rows.lazy(), finite, dedupe).collect()
         return
-    yield from series_parts(rows, finite)
+    yield from series_parts(rows, finite, apart=apart)
 
 
-def series_parts(rows: pl.LazyFrame | pl.DataFrame, finite: bool) -> Iterator[pl.DataFrame]:
+def series_parts(rows: pl.LazyFrame | pl.DataFrame, finite: bool, *, apart: bool = True) -> Iterator[pl.DataFrame]:
     """`series`' deduplicated rows of one metric one rank at a time, in the series' order (their concatenation
     is the series). Every step of the clean-up works within one rank, and deduplicated rows have no ties to order,
     so ranks are cleaned a few at a time: the sorts' temporaries hold those ranks' rows, not all. From a lazy frame
     (a cached run's rows of the name) each piece reads only its ranks' rows, so the whole metric is never in
-    memory (categorical columns stay categorical)."""
+    memory (categorical columns stay categorical). With `apart=False` the ranks cleaned together stay in one piece
+    (whole ranks, about `PART_ROWS` rows; a big rank still comes in windows of its steps): for a consumer that puts
+    pieces together anyway (thousands of tiny ranks are not split only to be joined again)."""
+    split = _by_rank if apart else (lambda df: [df])
     lf = rows.lazy()
     counts = lf.group_by("rank").agg(pl.len().alias("n"), pl.col("step").min().alias("lo"), pl.col("step").max().alias("hi")) \
         .collect().sort("rank", nulls_last=True)
@@ -275,7 +278,7 @@ def series_parts(rows: pl.LazyFrame | pl.DataFrame, finite: bool) -> Iterator[pl
     size = 0
     for r, n, lo, hi in counts.iter_rows():
         if batch and size + n > PART_ROWS:
-            yield from _by_rank(_clean(lf.filter(_ranks_in(batch)), finite, True).collect(engine="streaming"))
+            yield from split(_clean(lf.filter(_ranks_in(batch)), finite, True).collect(engine="streaming"))
             batch, size = [], 0
         if n > PART_ROWS and lo is not None:
             yield from _rank_in_steps(lf.filter(_ranks_in([r])), n, lo, hi, finite)
@@ -283,7 +286,7 @@ def series_parts(rows: pl.LazyFrame | pl.DataFrame, finite: bool) -> Iterator[pl
         batch.append(r)
         size += n
     if batch:
-        yield from _by_rank(_clean(lf.filter(_ranks_in(batch)), finite, True).collect(engine="streaming"))
+        yield from split(_clean(lf.filter(_ranks_in(batch)), finite, True).collect(engine="streaming"))
 
 
 def _rank_in_steps(rows: pl.LazyFrame, n: int, lo: int, hi: int, finite: bool) -> Iterator[pl.DataFrame]:
@@ -390,9 +393,9 @@ def runs(s: pl.DataFrame, predicate: pl.Expr, min_points: int = 1) -> pl.DataFra
     # The columns the predicate reads, and the row positions for the provenance of each run's first point.
     need = [c for c in predicate.meta.root_names() if c not in ("rank", "step", "value")]
     rows = slim(s, *dict.fromkeys(need))
-    # Runs are within one rank and the predicate is row-wise: one rank at a time, so the temporaries hold one rank's rows.
-    ranks = rows.get_column("rank").unique().sort(nulls_last=True).to_list()
-    out = pl.concat([_runs_of(rows.filter(pl.col("rank").eq_missing(r)), predicate) for r in ranks])
+    # Runs are within one rank and the predicate is row-wise: whole ranks of about `PART_ROWS` rows at a time, so the
+    # temporaries hold that many rows, and thousands of tiny ranks take one pass, not one each.
+    out = pl.concat([_runs_of(rows.filter(_ranks_in(batch)), predicate) for batch in rank_batches(rows, PART_ROWS)])
     out = out.filter(pl.col("points") >= min_points).sort("start_step", "rank", nulls_last=True)
     return fetch(out, s, ["file", "line"])
 
@@ -430,10 +433,53 @@ def onset(s: pl.DataFrame, predicate: pl.Expr, min_points: int = 1) -> Onset | N
                  rank=row["rank"], file=row["file"], line=row["line"], to_end=row["to_end"])
 
 
+def rank_batches(rows: pl.DataFrame, limit: int) -> list[list[int | None]]:
+    """The ranks of some rows (None: the rows without a rank), lowest first (None last), in batches of whole ranks of
+    about `limit` rows (a rank with more alone): what a computation that never crosses ranks handles at once."""
+    counts = rows.group_by("rank").len().sort("rank", nulls_last=True)
+    out: list[list[int | None]] = []
+    size = 0
+    for r, n in counts.iter_rows():
+        if out and size + n <= limit:
+            out[-1].append(r)
+            size += n
+        else:
+            out.append([r])
+            size = n
+    return out
+
+
+def joined(parts: Iterable[pl.DataFrame], limit: int | None = None) -> Iterator[pl.DataFrame]:
+    """Consecutive frames of a series put together up to about `limit` rows (a bigger one alone), in order, each one
+    contiguous in memory: per-rank pieces of a series (`series_parts`, `series_ranks`) handled or stored a few
+    thousand rows at a time, not one call (or one stored batch) per rank. Two pieces of one rank (windows of a big
+    rank's steps) are never put together: each stays what it was alone. Empty frames are left out, unless every
+    frame is empty (the first is given then, for its schema). `limit` defaults to `PART_ROWS`."""
+    limit = limit or PART_ROWS
+    buf: list[pl.DataFrame] = []
+    size, last, empty = 0, None, None
+    for p in parts:
+        if not p.height:
+            empty = p if empty is None else empty
+            continue
+        ranks = p.get_column("rank") if "rank" in p.columns else pl.Series([None])  # no rank column: one rank
+        if buf and (size + p.height > limit or ranks[0] == last):
+            yield pl.concat(buf, rechunk=True) if len(buf) > 1 else buf[0]
+            buf, size = [], 0
+        buf.append(p)
+        size += p.height
+        last = ranks[-1]
+    if buf:
+        yield pl.concat(buf, rechunk=True) if len(buf) > 1 else buf[0]
+    elif empty is not None:
+        yield empty
+
+
 def onset_over(parts: Iterable[pl.DataFrame], predicate: pl.Expr, min_points: int = 1) -> Onset | None:
     """`onset` of a series given in pieces of whole ranks (the pieces of `series_parts`, or one rank at a time): the
-    same onset, with one piece in memory at a time (runs never cross ranks; each piece gives its first run)."""
-    firsts = [r.head(1) for r in (runs(p, predicate, min_points) for p in parts if p.height) if r.height]
+    same onset, with a few pieces in memory at a time (runs never cross ranks; each batch of pieces gives its first
+    run; tiny pieces are put together so that thousands of tiny ranks take a few passes, not one each)."""
+    firsts = [r.head(1) for r in (runs(p, predicate, min_points) for p in joined(parts)) if r.height]
     if not firsts:
         return None
     row = pl.concat(firsts).sort("start_step", "rank", nulls_last=True).row(0, named=True)

@@ -178,8 +178,10 @@ def cut_stacks(tail: pl.DataFrame) -> list[dict]:
     no failure sign: the innermost frame says where it was (playbooks/operations/silent_hang_interrupt.py).
     """
     out = []
+    # The quote marks come off every log's rows in one pass (a folder of thousands of small logs: not one call each).
+    tail = tail.with_columns(pl.col("text").str.replace(r"^(?:>\s?)+", "").alias("_bare"))
     for part in tail.partition_by("_f", maintain_order=True):
-        text = [str(t) for t in part.get_column("text").str.replace(r"^(?:>\s?)+", "").to_list()]
+        text = [str(t) for t in part.get_column("_bare").to_list()]
         lines = part.get_column("line").to_list()
         if EXC_TYPE.match(text[-1].strip()):
             continue  # a traceback's exception line ends the log: `read` and `lone_exceptions` read it

@@ -96,15 +96,20 @@ SLIM = ("rank", "step", "value")
 @PLAYBOOK.detector(("metrics",))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Spikes of the loss against its trailing median/MAD."""
-    # Every window is within one rank: the spikes are found one rank at a time (a long run's loss is not held whole).
+    # Every window is within one rank: the spikes are found a batch of whole ranks at a time (a long run's loss is not
+    # held whole). A rank with no more points than a baseline needs (min_points, or a full window when that is fewer)
+    # has no z, so no spike: such ranks (a folder of thousands of one-line logs, one rank each) are dropped in one pass
+    # over the batch before any per-rank work.
     found, points = [], 0
-    for part in M.series_ranks(ctx, M.LOSS, finite=True, cols=SLIM):  # the rows quoted are read at the end
-        points += part.height
-        found.append(M.ts.spikes(part, k=th["mads"], window=int(th["window"]), min_points=int(th["min_points"]),
-                                 rel_floor=th["rel_floor"], upper_q=th["upper_q"]))
+    judged = pl.len().over("rank") > min(int(th["min_points"]), int(th["window"]))
+    for batch in M.series_batches(ctx, M.LOSS, finite=True, cols=SLIM):  # the rows quoted are read at the end
+        points += batch.height
+        if (part := batch.filter(judged)).height:
+            found.append(M.ts.spikes(part, k=th["mads"], window=int(th["window"]), min_points=int(th["min_points"]),
+                                     rel_floor=th["rel_floor"], upper_q=th["upper_q"]))
     if points < th["min_points"] + 1:
         return _short(ctx, M.series(ctx, M.LOSS, finite=True), th)
-    sp = pl.concat([f for f in found if f.height]) if any(f.height for f in found) else found[0]
+    sp = pl.concat(found) if found else pl.DataFrame()
     if sp.height == 0:
         return None
     top = sp.sort("z").row(-1, named=True)

@@ -238,6 +238,10 @@ def detect_stalled_rank(ctx: Context, th: dict) -> Detection | None:
     # the others then time out in the collective, the timeout finding reports the rank that never came.
     run_end = size[2]
     max_step = last.get_column("last_step").max()
+    # Each rank's own errors, split once: a run of thousands of ranks (one small log each) has most ranks without
+    # any, and those need no query of their own.
+    errors = ev.filter(pl.col("rank").is_not_null() & pl.col("code").is_in(DUMP_CODES).not_())
+    by_rank = errors.partition_by("rank", as_dict=True) if errors.height else {}
     stalled = []
     for row in last.sort("rank").iter_rows(named=True):
         by_time = run_end is not None and row["last_ts"] is not None and run_end - row["last_ts"] >= dt.timedelta(minutes=th["gap_minutes"])
@@ -245,8 +249,10 @@ def detect_stalled_rank(ctx: Context, th: dict) -> Detection | None:
         if not (by_time or by_step):
             continue
         # A rank that ended with its own error crashed; the crash playbooks explain it.
-        own_errors = ev.filter((pl.col("rank") == row["rank"]) & pl.col("severity").is_in(ERROR_SEVERITIES)
-                               & pl.col("code").is_in(DUMP_CODES).not_())
+        own_errors = by_rank.get((row["rank"],))
+        if own_errors is None:
+            stalled.append(row)
+            continue
         if row["last_ts"] is not None:
             own_errors = own_errors.filter(pl.col("ts").is_null() | (pl.col("ts") >= row["last_ts"]))
         else:
