@@ -48,6 +48,7 @@ UNREAD = {
     "cuda_invalid_device": "a device index past the visible GPUs (more ranks per node than GPUs): a launch misconfiguration, no playbook in PLAYBOOKS.md; unclassified-failure reads it among the failure signals",
     "dataloader_too_many_open_files": "the per-process open-file limit (EMFILE), neither host RAM nor /dev/shm: no playbook in PLAYBOOKS.md; unclassified-failure reads it among the failure signals",
     "too_many_open_files": "the per-process open-file limit (EMFILE), neither host RAM nor /dev/shm: no playbook in PLAYBOOKS.md; unclassified-failure reads it among the failure signals",
+    "mpi_runtime_error": "Open MPI's runtime aborted the launch (ORTE_ERROR_LOG, FORCE-TERMINATE): a launcher/library install failure with no playbook in PLAYBOOKS.md; unclassified-failure reads it among the failure signals",
     "job_failed_report": "a job runner says its task raised (Hydra, the W&B agent): the task's own error is read; alone, unclassified-failure reads it among the failure signals",
 }
 

@@ -82,6 +82,13 @@ PLAYBOOK = declare(
                   verify="Count the B-/S- tags in the evaluation file and compare with the entities it should hold",
                   fix="Convert the data to the configured scheme (IOB1 -> BIO/BIOES) or set the tag scheme the data uses",
                   prior=0.1),
+            Cause("transform_mismatch", "The samples do not fit the data layer's transform: images smaller than the crop or of "
+                  "another size than the mean file, another channel count than the mean values (grayscale records under "
+                  "three mean values), records with no image data",
+                  verify="Print the size and channel count of a few records of the failing split (the test set too) against "
+                         "crop_size, the mean file's shape and the number of mean_value entries",
+                  fix="Rebuild the records at the size and colour the net expects (encoded, resized), or set crop_size, "
+                      "mean_file/mean_value to match the data", prior=0.1),
         ),
         verify="Validate each batch in collate_fn: label range, token id range, torch.isfinite",
         fix="Fix the class count or vocabulary; filter corrupt samples",
@@ -113,7 +120,8 @@ or equal to x_min for bbox`: an annotation outside its image), TensorFlow's CTC 
 alignment of its input fits; its loss is infinite), numpy's `RuntimeWarning: invalid value encountered in log` raised in a
 box-target encoder (`bbox_transform.py`: `np.log(gt_heights / ex_heights)`, a ground-truth box of no or negative size),
 an image of the dataset PIL cannot decode (`image file is truncated (N bytes not processed)`, `cannot identify image
-file …`: a file cut short or no image at all).
+file …`: a file cut short or no image at all), Caffe's DataTransformer refusing a record (an image smaller than the crop,
+a mean file or mean values that do not match its size or channels, a record with no image).
 
 ## Why it matters
 On GPU the label error surfaces as an asynchronous device-side assert far from its cause; the fix is
@@ -145,7 +153,10 @@ loaded as 0-255 push both past what 0/1 targets allow); a soft-Dice loss negativ
 and a Dice above 1 beside a positive loss is an averaging bug in the evaluation, not the data.
 The `stack expects each tensor to be equal size` message outside collate frames (a stack in the model's forward) is a
 code error, not the data's; `No valid path found.` counts only from TensorFlow's CTC calculator (its glog prefix), and
-a crash-free CTC warning is reported at medium (one bad sample each, the run goes on).
+a crash-free CTC warning is reported at medium (one bad sample each, the run goes on). A fatal check of Caffe's
+DataTransformer (`data_transformer.cpp:N] Check failed: height <= datum_height`, `datum_height ==
+data_mean_.height()`, `mean_values_.size() == 1 || mean_values_.size() == img_channels`, `datum_channels > 0`) counts as
+samples that do not fit the transform; checks of other files (a solver's, a layer's shape check) do not.
 """,
     )
 )

@@ -18,7 +18,12 @@ KERNEL_FAULT_CODES = ("cuda_kernel_assert", "device_side_assert", "illegal_memor
 # torch initialised CUDA and found no device: none visible to the process (CUDA_VISIBLE_DEVICES naming an
 # index the machine or the job's allocation does not have, a job or container given no GPU).
 NO_DEVICE_CODES = ("cuda_no_device",)
-NCCL_CODES: tuple[str, ...] = ()  # no message form of a version mismatch is known yet
+# Horovod's NCCL call answered `invalid data type`: NCCL 1.x's result for a data type past its enum, so the library
+# loaded is an NCCL 1.x one under an NCCL 2 build (horovod docs/troubleshooting.rst).
+NCCL_CODES = ("nccl_version_mismatch",)
+# A compiled extension that cannot resolve a torch C++ symbol (built against another torch), or a Triton kernel bundled
+# with a model or library that the installed Triton cannot compile (written for another Triton API).
+BUILD_CODES = ("extension_abi_mismatch", "triton_compile_error")
 # TensorFlow / XLA built against one cuDNN and loading another (`Loaded runtime CuDNN library: X but source was
 # compiled with Y`): the convolution that follows fails (a fatal `Check failed: …GetConvolveAlgorithms`, an abort),
 # a consequence of the mismatch, so this error comes first.
@@ -40,8 +45,9 @@ PLAYBOOK = declare(
         explains=("nccl-timeout", "device-assert"),
         codes=("cuda_arch_incompatible", "cuda_driver_insufficient", "cuda_driver_too_old", "cuda_init_failed",
                "cuda_kernel_assert", "cuda_library_not_found", "cuda_no_device", "cudnn_version_mismatch",
-               "curand_launch_failure", "device_side_assert", "illegal_memory_access", "no_kernel_image", "no_nvidia_driver",
-               "nvml_driver_mismatch", "paddle_external_fault", "shell_signal_exit"),
+               "curand_launch_failure", "device_side_assert", "extension_abi_mismatch", "illegal_memory_access",
+               "nccl_version_mismatch", "no_kernel_image", "no_nvidia_driver", "nvml_driver_mismatch", "paddle_external_fault",
+               "shell_signal_exit", "triton_compile_error"),
         causes=(
             Cause("driver_too_old", "The NVIDIA driver is older than the CUDA runtime the wheel was built for",
                   verify="nvidia-smi (driver / max CUDA version) vs python -c 'import torch; print(torch.version.cuda)'",
@@ -73,6 +79,14 @@ PLAYBOOK = declare(
                          "paddle.version.cudnn() with nvidia-smi and the installed cuDNN",
                   fix="Install the paddlepaddle-gpu wheel built for the installed CUDA (its cuXXX package index), or the "
                       "CUDA/cuDNN the wheel was built for", prior=0.15),
+            Cause("extension_build_mismatch", "A compiled extension (flash-attn, torch_scatter, a project's _C.so) was built "
+                                              "against another torch version, or a Triton kernel shipped with the model or "
+                                              "library was written for another Triton version",
+                  verify="pip show torch flash-attn triton; python -c 'import torch; print(torch.__version__, torch.version.cuda)' "
+                         "against the versions the extension's wheel or the kernel's repository names",
+                  fix="Rebuild the extension against the installed torch (pip install --no-build-isolation --no-cache-dir, "
+                      "FLASH_ATTENTION_FORCE_BUILD=TRUE) or install its wheel for this torch; pin the Triton release the "
+                      "kernel was written for, or uninstall Triton so the model falls back to PyTorch attention", prior=0.3),
             Cause("nccl_mismatch", "Different NCCL/CUDA versions across nodes or against the system library",
                   verify="NCCL_DEBUG=VERSION on every node; python -m torch.utils.collect_env",
                   fix="Use one container image on all nodes; don't LD_PRELOAD a different libnccl", prior=0.15),
@@ -88,7 +102,9 @@ installation`, flash-attn's `FlashAttention only supports Ampere GPUs or newer` 
 CuDNN library: X but source was compiled with Y` (Paddle's `[cudnn init] libcudnn v5 with header v7 unmatched!`,
 PyTorch's `cuDNN version incompatibility: PyTorch was compiled against (…) but …`), Caffe's `CURAND_STATUS_LAUNCH_FAILURE`
 at its first random fill (a CUDA toolkit too old for the GPU), bitsandbytes' `CUDA Setup failed despite GPU being available` (it cannot
-load libcudart), NCCL version mismatches, `No CUDA GPUs are available` (torch found no device it may use:
+load libcudart), NCCL version mismatches (Horovod's `ncclAllReduce failed: invalid data type`: an NCCL 1.x library under an
+NCCL 2 build), an extension whose import fails on `undefined symbol: _ZN3c10…` (a torch C++ symbol: built against another
+torch), a Triton `CompilationError: at L:C:` in a kernel bundled with a model or library (written for another Triton), `No CUDA GPUs are available` (torch found no device it may use:
 usually `CUDA_VISIBLE_DEVICES` names an index this machine or job does not have; Jittor's `Check failed: count>0  No
 device found.`, the runtime's `no CUDA-capable device is detected`), PaddlePaddle's fatal-signal block for a
 `Segmentation fault` whose traceback section reads `No stack trace in paddle, may be caused by external reasons` (no
@@ -99,7 +115,7 @@ Nothing in the training code is wrong; the environment is. The run fails at its 
 worse, one node of many differs.
 
 ## Evidence
-`events` with driver, architecture, cuDNN-version and NCCL-version codes, and torch finding no visible device (which
+`events` with driver, architecture, cuDNN-version, NCCL-version and extension-build codes, and torch finding no visible device (which
 ranks `no_visible_gpu` first: the driver answered, the process was shown no GPU).
 
 ## Known false positives
@@ -107,7 +123,10 @@ None known for the error forms. A cuRAND launch failure after a kernel fault (de
 access) is that fault's aftermath and is not read here. Paddle's `No stack trace in paddle` segmentation fault proves only that the fault lay
 outside Paddle: `medium`, confidence 0.4 (another native library, cv2 or a data loader's, may be the one that crashed). The sm_XX compatibility text and the `UserWarning: CUDA initialization: …`
 forms are warnings (torch goes on without the GPU): `medium` when no error follows, and `info` when the
-warning only says no NVIDIA driver was found (a CPU-only machine running a CUDA build).
+warning only says no NVIDIA driver was found (a CPU-only machine running a CUDA build). A Triton `CompilationError`
+in a kernel being written (the user's own, not one shipped with a model or library) is that kernel's bug, which the
+error alone does not tell apart; a crash of torch's own libraries on an undefined torch symbol is two torch installs
+mixed (the same fix: one install).
 """,
     )
 )
@@ -122,7 +141,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if not ctx.events_of(*KERNEL_FAULT_CODES).height:
         arch = combine(arch, events(ctx, LAUNCH_CODES))
     none_visible, cudnn, library = events(ctx, NO_DEVICE_CODES), events(ctx, CUDNN_CODES), events(ctx, LIBRARY_CODES)
-    parts = [p for p in (drv, arch, nccl, none_visible, cudnn, library) if p.height]
+    build = events(ctx, BUILD_CODES)
+    parts = [p for p in (drv, arch, nccl, none_visible, cudnn, library, build) if p.height]
     if not parts:
         return None
     ev = combine(*parts)
@@ -132,7 +152,9 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if arch.height:
         causes["wrong_arch"] = 0.9
     if nccl.height:
-        causes["nccl_mismatch"] = 0.8
+        causes["nccl_mismatch"] = 0.9
+    if build.height:
+        causes["extension_build_mismatch"] = 1.0
     if none_visible.height:
         causes["no_visible_gpu"] = 1.0
     if cudnn.height:

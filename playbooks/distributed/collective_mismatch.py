@@ -14,6 +14,11 @@ from forensics.contracts.context import Context
 from forensics.contracts.model import Cause, Detection, Severity
 
 MISMATCH_CODES = ("collective_mismatch",)
+# PyTorch's desync report names ranks that never joined the collective the others wait in: ranks that ran another
+# sequence of collectives, or ranks that crashed first (NVIDIA/nccl#2213: a SIGSEGV inside NCCL on the lagging rank).
+# After a crash signal in the run, the crash is the finding, not a mismatch.
+DESYNC_FORM = "desync_report"
+CRASH_CODES = ("shell_signal_exit",)
 
 PLAYBOOK = declare(
     Playbook(
@@ -24,8 +29,8 @@ PLAYBOOK = declare(
         tables=("events",),
         explains=("nccl-timeout", "silent-hang"),
         codes=("collective_mismatch", "gloo_error", "horovod_stall_warning", "horovod_stall_list", "horovod_stalled_tensor", "gloo_monitored_barrier_failed", "nccl_dump_signal",
-               "nccl_heartbeat_timeout", "nccl_watchdog_timeout", "nccl_work_status", "store_socket_timeout",
-               "store_timeout", "train_loop_done"),
+               "nccl_heartbeat_timeout", "nccl_watchdog_timeout", "nccl_work_status", "shell_signal_exit",
+               "store_socket_timeout", "store_timeout", "train_loop_done"),
         causes=(
             Cause("divergent_code_path", "A rank took a different code path (a collective inside a rank-dependent condition, early exit, extra eval step)",
                   verify="TORCH_DISTRIBUTED_DEBUG=DETAIL prints the collective fingerprint of each rank; compare per-rank SeqNum",
@@ -40,7 +45,9 @@ PLAYBOOK = declare(
         doc="""\
 ## Symptom
 An explicit collective-mismatch report (`Detected mismatch between collectives on ranks`, fingerprint
-or size mismatches), or watchdog timeouts whose op types differ between ranks at the same point; or
+or size mismatches, accelerate's debug-mode `Cannot apply desired operation due to shape mismatches`, TensorFlow's
+`Shape mismatch in the collective instance N`, PyTorch's desync report `[r] finished collective #N, but didn't join
+collective #N+1`), or watchdog timeouts whose op types differ between ranks at the same point; or
 Horovod's stall report (`One or more tensors were submitted to be reduced, gathered or broadcasted by
 subset of ranks …`, then the stalled tensors with their ready or missing ranks) with no progress after it. Or a
 collective timeout logged after the trainer said its loop ended on every rank (Lightning's `` `Trainer.fit`
@@ -57,7 +64,8 @@ named by most reports is the odd one, and its own report leads the evidence.
 
 ## Known false positives
 A Horovod stall the run gets past (one rank evaluating longer than the warning time) is followed by
-progress lines and is no finding. Different SeqNums alone can also mean one rank is merely slow: that is reported by `nccl-timeout`
+progress lines and is no finding. A desync report's ranks that never joined may have crashed instead: after a crash
+signal (`*** SIGSEGV received at time=…`, `Segmentation fault`) in the run the report is not read. Different SeqNums alone can also mean one rank is merely slow: that is reported by `nccl-timeout`
 (cause desync_or_straggler); here the op types must differ or a mismatch must be reported. A timeout after the end of the loop that follows
 another error (a peer's crash in the post-fit code) is that error's finding, not this one.
 """,
@@ -81,6 +89,8 @@ def _odd_rank(ev: pl.DataFrame) -> int | None:
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Explicit mismatch reports, or timeouts whose op types differ across ranks."""
     ev = events(ctx, MISMATCH_CODES)
+    if ev.height and events(ctx, CRASH_CODES).height:
+        ev = ev.filter(field("form").fill_null("") != DESYNC_FORM)
     if ev.height:
         odd = _odd_rank(ev)
         reported = ranks_text(sorted({r for r in ev["rank"].to_list() if r is not None})) or "the job"

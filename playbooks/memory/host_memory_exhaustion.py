@@ -69,6 +69,7 @@ OTHER_WORKER_END_CODES = ("dataloader_worker_exception", "dataloader_worker_faul
 # The shell's own report of a child it lost to SIGKILL (`Killed`, bash's `line 27:   318 Killed  sh start.sh`, glued
 # after a tqdm or Keras progress bar, or localised): the same evidence as a launcher's `exitcode: -9`, so the same unproven finding.
 SHELL_KILL_CODES = ("process_killed",)
+DIGITS_FORM = "digits"
 
 PLAYBOOK = declare(
     Playbook(
@@ -237,8 +238,9 @@ def _sigkill_only(ctx: Context) -> Detection | None:
     """Workers killed by SIGKILL with no other host evidence: a possible OOM kill, reported as unproven."""
     shell = events(ctx, SHELL_KILL_CODES)
     if shell.height:
-        # A `Killed` after which the same log goes on training is some other process's (a side command's) end.
-        shell = shell.filter(~progress_after(ctx, shell))
+        # A `Killed` after which the same log goes on training is some other process's (a side command's) end. DIGITS'
+        # job page prints its `ERROR: error code -9` above the task's log tail: the lines after it came before it.
+        shell = shell.filter(~progress_after(ctx, shell) | (field("form").fill_null("") == DIGITS_FORM))
     ev = combine(events(ctx, SIGKILL_CODES, text=SIGKILL_TEXT), shell)
     # srun --kill-on-bad-exit SIGKILLs the other tasks once one has failed: after an earlier srun report of
     # another end (`Exited with exit code 1`, `Segmentation fault`) their `Killed` is that failure's consequence.
