@@ -234,6 +234,17 @@ def onset_numbers(ctx: Context, names: tuple[str, ...] | list[str] | str, predic
                             finite=finite)
 
 
+def lowest_rank_numbers(ctx: Context, names: tuple[str, ...] | list[str] | str, *,
+                        finite: bool = False) -> tuple[pl.DataFrame, int]:
+    """`series_lowest_rank` as numbers: the lowest rank's rank, step and value, and how many rows the whole series
+    has, read one rank at a time (fetch the file and line of the rows a finding quotes with `provenance`)."""
+    first, total = None, 0
+    for part in series_ranks(ctx, names, finite=finite, cols=NUMBERS):
+        total += part.height
+        first = part if first is None else first
+    return (first if first is not None else pl.DataFrame(schema=ts.SLIM_SCHEMA)), total
+
+
 def onset_provenance(ctx: Context, names: tuple[str, ...] | list[str] | str, o: ts.Onset | None, *,
                      finite: bool = False) -> ts.Onset | None:
     """An onset found on `series(ctx, names, ...)` read as numbers, with the file and line of its first row."""
