@@ -21,20 +21,14 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+
+import analyze_bench  # noqa: E402 - the child's import of a checkout
 
 CHILD = r"""
 import json, os, resource, sys, threading, time
 repo, run, cache_dir, any_code, out, by_detector = sys.argv[1:7]
-sys.path.insert(0, repo)
-import importlib.util
-import forensics
-for sub in ("parsers", "playbooks"):  # this checkout's folders, whatever checkout the interpreter installed
-    spec = importlib.util.spec_from_file_location(f"forensics.{sub}", os.path.join(repo, sub, "__init__.py"),
-                                                  submodule_search_locations=[os.path.join(repo, sub)])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    setattr(forensics, sub, module)
+""" + analyze_bench.IMPORT_CHECKOUT + r"""
 from pathlib import Path
 from forensics import cache
 if any_code == "1":
