@@ -32,9 +32,8 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import ingest_bench  # noqa: E402 - the generator lives there
 
-CHILD = r"""
-import json, os, resource, sys, time
-repo, run, cache_dir, mode, out = sys.argv[1:6]
+# A child's first lines: the package of the checkout `repo` (a variable the child sets first) imported.
+IMPORT_CHECKOUT = r"""
 sys.path.insert(0, repo)
 import importlib.util
 import forensics
@@ -47,6 +46,12 @@ for sub in ("parsers", "playbooks"):
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     setattr(forensics, sub, module)
+"""
+
+CHILD = r"""
+import json, os, resource, sys, time
+repo, run, cache_dir, mode, out = sys.argv[1:6]
+""" + IMPORT_CHECKOUT + r"""
 from pathlib import Path
 t0, c0 = time.perf_counter(), os.times()
 from forensics import cache

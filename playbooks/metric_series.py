@@ -7,6 +7,7 @@ as "any logged LoRA norm" or "any memory series" are matched by name patterns he
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Iterator
@@ -266,6 +267,40 @@ def provenance(ctx: Context, names: tuple[str, ...] | list[str] | str, rows: pl.
     got = series_where(ctx, names, rank_in & pl.col("step").is_in(rows.get_column("step").unique().to_list()), finite=finite)[0]
     own = [c for c in rows.columns if c in ("rank", "step") or c not in got.columns]
     return rows.select(own).join(got, on=["rank", "step"], how="left", nulls_equal=True, maintain_order="left")
+
+
+# The columns a series' numbers are read as (`onset_numbers`, `series_ranks` with `cols`): no provenance strings.
+NUMBERS = ("rank", "step", "value")
+
+
+def onset_numbers(ctx: Context, names: tuple[str, ...] | list[str] | str, predicate: pl.Expr, min_points: int = 1, *,
+                  finite: bool = False) -> ts.Onset | None:
+    """`ts.onset_over` of `series(ctx, names, ...)` read one rank at a time as numbers (`predicate` reads rank, step and
+    value only), with the file and line of its first row fetched at the end: the same onset, without every row's
+    provenance strings in memory."""
+    return onset_provenance(ctx, names, ts.onset_over(series_ranks(ctx, names, finite=finite, cols=NUMBERS), predicate, min_points),
+                            finite=finite)
+
+
+def lowest_rank_numbers(ctx: Context, names: tuple[str, ...] | list[str] | str, *,
+                        finite: bool = False) -> tuple[pl.DataFrame, int]:
+    """`series_lowest_rank` as numbers: the lowest rank's rank, step and value, and how many rows the whole series
+    has, read one rank at a time (fetch the file and line of the rows a finding quotes with `provenance`)."""
+    first, total = None, 0
+    for part in series_ranks(ctx, names, finite=finite, cols=NUMBERS):
+        total += part.height
+        first = part if first is None else first
+    return (first if first is not None else pl.DataFrame(schema=ts.SLIM_SCHEMA)), total
+
+
+def onset_provenance(ctx: Context, names: tuple[str, ...] | list[str] | str, o: ts.Onset | None, *,
+                     finite: bool = False) -> ts.Onset | None:
+    """An onset found on `series(ctx, names, ...)` read as numbers, with the file and line of its first row."""
+    if o is None:
+        return None
+    at = provenance(ctx, names, pl.DataFrame({"rank": [o.rank], "step": [o.step]}, schema={"rank": pl.Int32, "step": pl.Int64}),
+                    finite=finite)
+    return dataclasses.replace(o, file=at.item(0, "file"), line=at.item(0, "line"))
 
 
 def quote(rows: pl.DataFrame, limit: int = 8) -> list[Evidence]:

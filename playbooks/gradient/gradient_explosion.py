@@ -8,7 +8,7 @@ from forensics.playbooks import metric_series as M
 from forensics.playbooks.base import Playbook, Threshold, declare
 
 from forensics.contracts.context import Context
-from forensics.contracts.model import Cause, Detection, Severity
+from forensics.contracts.model import Cause, Detection, Onset, Severity
 
 PLAYBOOK = declare(
     Playbook(
@@ -119,7 +119,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     points = 0
     best: tuple | None = None
     exploded: tuple | None = None
-    for s in M.series_ranks(ctx, M.GRAD_NORM):
+    # Numbers only (rank, step, value): the rows a finding quotes get their file and line at the end (`_quoted`).
+    for s in M.series_ranks(ctx, M.GRAD_NORM, cols=M.NUMBERS):
         points += s.height
         f = flagged(s, th)
         r = M.ts.runs(f, pl.col("hot"), int(th["min_points"]))
@@ -139,7 +140,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         return _exploded_detection(ctx, th, exploded)
     _, first, part = best
     rank = first["rank"]
-    at = part.filter(pl.col("step") == first["start_step"]).row(0, named=True)
+    at_row = part.filter(pl.col("step") == first["start_step"]).head(1)
+    at = at_row.row(0, named=True)
     episode = part.filter((pl.col("step") >= first["start_step"]) & (pl.col("step") <= first["end_step"]))
     finite_ep = episode.filter(pl.col("value").is_finite())
     peak = finite_ep.sort("value").row(-1, named=True) if finite_ep.height else at
@@ -152,10 +154,11 @@ def detect(ctx: Context, th: dict) -> Detection | None:
                f"from step {at['step']}{tail}{lr_text}")
     quoted = M.pick(part, [at["step"], peak["step"], nonfinite.item(0, "step") if nonfinite.height else None], rank)
     before = part.filter(pl.col("step") < at["step"]).tail(1)
+    onset, shown = _quoted(ctx, at_row, pl.concat([before, quoted], how="diagonal_relaxed"))
     return Detection(
         summary=summary,
-        onset=M.onset_at(at),
-        evidence=M.quote(pl.concat([before, quoted], how="diagonal_relaxed")),
+        onset=onset,
+        evidence=M.quote(shown),
         evidence_count=episode.height,
         causes=causes,
         confidence=0.9 if (nonfinite.height or first["points"] >= 2 * th["min_points"]) else 0.75,
@@ -166,11 +169,18 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     )
 
 
+def _quoted(ctx: Context, at: pl.DataFrame, shown: pl.DataFrame) -> tuple[Onset, pl.DataFrame]:
+    """The onset at the row `at` and the rows `shown`, both rows of the grad-norm series read as numbers, with their
+    file, line and time: one read of the series for the few rows a finding quotes."""
+    got = M.provenance(ctx, M.GRAD_NORM, pl.concat([at, shown], how="diagonal_relaxed"))
+    return M.onset_at(got.row(0, named=True)), got.slice(1)
+
+
 def _causes(ctx: Context, part: pl.DataFrame, at: dict, run: dict, lr0: float | None) -> tuple[dict[str, float], str]:
     """Rank the causes from the LR around the onset and whether the episode recovers."""
     causes = {"lr_too_high": 0.5, "no_clipping": 0.4, "missing_warmup": 0.2, "bad_batch": 0.2}
     text = ""
-    lr = M.series(ctx, M.LR, finite=True)
+    lr = M.series_columns(ctx, M.LR, M.NUMBERS, finite=True)
     if lr.height and lr0 is not None:
         before = lr.filter(pl.col("step") <= at["step"]).sort("step")
         peak_lr = float(lr.get_column("value").max())
@@ -264,10 +274,11 @@ def _exploded_detection(ctx: Context, th: dict, found: tuple | None) -> Detectio
     first = "from the first logged point" if run["start_step"] == first_step else f"from step {at['step']}"
     summary = (f"grad norm already exploded {first}: {M.fmt(lo)} to {M.fmt(peak['value'])} over {ep.height} logged points "
                f"({int(ep.get_column('_big').sum())} at >= {M.fmt(th['exploded_level'])})" + (f"; lr {M.fmt(lr0)}" if lr0 is not None else ""))
+    onset, shown = _quoted(ctx, ep.head(1), M.pick(ep, [at["step"], peak["step"], ep.item(-1, "step")], rank))
     return Detection(
         summary=summary,
-        onset=M.onset_at(at),
-        evidence=M.quote(M.pick(ep, [at["step"], peak["step"], ep.item(-1, "step")], rank)),
+        onset=onset,
+        evidence=M.quote(shown),
         evidence_count=ep.height,
         causes={"lr_too_high": 0.7, "no_clipping": 0.5, "missing_warmup": 0.2, "bad_batch": 0.1},
         confidence=0.8,

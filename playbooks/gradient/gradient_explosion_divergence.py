@@ -17,12 +17,10 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     `div_gnorm_factor` its value at the minimum (paiml/entrenar#274: loss 1.43 -> 10.03, gnorm 7.7 -> 70.7)."""
     if not ctx.has("metrics"):
         return None
-    loss = M.series_lowest_rank(ctx, M.LOSS, finite=True)[0].sort("step")
-    g = M.series_lowest_rank(ctx, M.GRAD_NORM, finite=True)[0].sort("step")
+    # The lowest rank's numbers; the rows quoted get their file and line at the end.
+    loss = M.lowest_rank_numbers(ctx, M.LOSS, finite=True)[0].sort("step")
+    g = M.lowest_rank_numbers(ctx, M.GRAD_NORM, finite=True)[0].sort("step")
     if loss.height < th["div_min_after"] + 2 or g.height < 2:
-        return None
-    # A resumed or restarted loop (the step goes backwards) starts a new curve: no divergence of one run.
-    if M.ts.restarts(ctx.metrics_lazy(M.LOSS), M.LOSS).height:
         return None
     v = loss.get_column("value")
     i = int(v.arg_min())
@@ -43,18 +41,25 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if gn0 <= 0 or gn1 < th["div_gnorm_factor"] * gn0:
         return None
     # A warm restart raises the LR and the loss with it: no divergence of the model.
-    lr = M.series(ctx, M.LR, finite=True)
+    lr = M.series_columns(ctx, M.LR, M.NUMBERS, finite=True)
     if lr.height:
         lr_min = lr.filter(pl.col("step") <= min_step).tail(1)
         lr_up = lr.filter(pl.col("step") > min_step).get_column("value").max()
         if lr_min.height and lr_up is not None and float(lr_up) > 1.5 * float(lr_min.item(0, "value")):
             return None
+    # A resumed or restarted loop (the step goes backwards) starts a new curve: no divergence of one run. Asked last:
+    # it reads every loss line's position, and a healthy loss never gets here.
+    if M.ts.restarts(ctx.metrics_lazy(M.LOSS), M.LOSS).height:
+        return None
+    shown = pl.concat([M.provenance(ctx, M.LOSS, loss.slice(i, 2), finite=True),
+                       M.provenance(ctx, M.LOSS, loss.tail(1), finite=True),
+                       M.provenance(ctx, M.GRAD_NORM, g_end, finite=True)], how="diagonal_relaxed")
     return Detection(
         summary=(f"loss diverged after its minimum {M.fmt(low)} at step {min_step}: {M.fmt(end)} ({end / low:.1f}x) at step "
                  f"{end_step}, back near its start ({M.fmt(start)}), while grad_norm rose {M.fmt(gn0)} -> {M.fmt(gn1)} "
                  f"({gn1 / gn0:.1f}x)"),
-        onset=M.onset_at(loss.row(i + 1, named=True)),
-        evidence=M.quote(pl.concat([loss.slice(i, 1), loss.tail(1), g_end], how="diagonal_relaxed")),
+        onset=M.onset_at(shown.row(1, named=True)),
+        evidence=M.quote(pl.concat([shown.slice(0, 1), shown.slice(2)], how="diagonal_relaxed")),
         evidence_count=after.len() + 1,
         causes={"lr_too_high": 0.8, "no_clipping": 0.5, "bad_batch": 0.2},
         confidence=0.75,

@@ -17,7 +17,8 @@ TAIL = 20_000
 @PLAYBOOK.detector(("metrics",))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """The longest run of consecutive points whose loss equals the loss a fixed number of points earlier."""
-    s = M.series_lowest_rank(ctx, M.LOSS, finite=True)[0]  # read one rank at a time, the lowest kept
+    # Read one rank at a time, the lowest kept as numbers: the rows quoted get their file and line at the end.
+    s = M.lowest_rank_numbers(ctx, M.LOSS, finite=True)[0]
     need = int(th["replay_min_points"])
     if s.height < 2 * need:
         return None
@@ -42,10 +43,11 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     summary = (f"the loss replays itself: {n} consecutive logged losses from step {now.item(0, 'step')} equal, as printed, those "
                f"{lag} points earlier from step {then.item(0, 'step')} ({shown}{', ...' if n > 6 else ''}): the same batches "
                "through a model whose trainable weights never change")
+    got = M.provenance(ctx, M.LOSS, pl.concat([now.head(1), then.head(2), now.head(2)]), finite=True)
     return Detection(
         summary=summary,
-        onset=M.onset_at(now.row(0, named=True)),
-        evidence=M.quote(pl.concat([then.head(2), now.head(2)])),
+        onset=M.onset_at(got.row(0, named=True)),
+        evidence=M.quote(got.slice(1)),
         evidence_count=n,
         causes={"not_trainable": 0.8},
         confidence=0.8,

@@ -125,7 +125,8 @@ that starts mid-run) has no start to measure progress from: only ln(V) is judged
 @PLAYBOOK.detector(("metrics",))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Flat tail with no progress since the start, or flat at ln(V)."""
-    s, points = M.series_lowest_rank(ctx, M.LOSS, finite=True)
+    # The lowest rank as numbers: the rows quoted get their file and line at the end.
+    s, points = M.lowest_rank_numbers(ctx, M.LOSS, finite=True)
     if points == 0 or M.names_like(ctx, RL_METRICS):
         return None
     s = s.sort("step")
@@ -180,8 +181,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         what += f", no progress from its start ({M.fmt(start)})"
     if lr_max is not None:
         what += f" while lr = {M.fmt(lr_max)}" if lr_max > 0 else " while lr = 0"
-    at = s.filter(pl.col("step") == onset_step)
-    row = at.row(0, named=True) if at.height else tail.row(0, named=True)
+    at = M.provenance(ctx, M.LOSS, s.filter(pl.col("step") == onset_step), finite=True)
+    row = at.row(0, named=True) if at.height else M.provenance(ctx, M.LOSS, tail.head(1), finite=True).row(0, named=True)
     # Without a cause in sight (LR 0, zero gradients, ln V) a slow-but-flat loss may be a fine-tune
     # starting near its optimum: medium severity and a lower confidence.
     evident = bool(vocab) or "lr_zero" in causes or causes.get("zero_gradients", 0) >= 0.8
@@ -189,7 +190,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         summary=what,
         onset=M.onset_at(row),
         severity=None if evident else Severity.MEDIUM,
-        evidence=M.quote(pl.concat([at, s.tail(1), M.pick(M.series_where(ctx, M.LR, pl.col("step") == onset_step, finite=True)[0], [onset_step])], how="diagonal_relaxed")),
+        evidence=M.quote(pl.concat([at, M.provenance(ctx, M.LOSS, s.tail(1), finite=True), M.pick(M.series_where(ctx, M.LR, pl.col("step") == onset_step, finite=True)[0], [onset_step])], how="diagonal_relaxed")),
         evidence_count=n - (s.filter(pl.col("step") < onset_step).height),
         causes=causes,
         confidence=0.9 if evident else 0.6,

@@ -25,7 +25,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if not ctx.has("metrics"):
         return None
     k = int(th["exact_min_points"])
-    s, points = M.series_lowest_rank(ctx, M.LOSS, finite=True)
+    s, points = M.lowest_rank_numbers(ctx, M.LOSS, finite=True)  # numbers: the lines are fetched for `same` only
     if points < k:
         return None
     s = s.sort("step")
@@ -35,6 +35,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         return None
     # The repeated record extends back as far as the loss stays identical.
     same = s.with_columns((pl.col("value") != level).cum_sum(reverse=True).alias("_d")).filter(pl.col("_d") == 0).drop("_d")
+    same = M.provenance(ctx, M.LOSS, same, finite=True)
     acc_name, acc = _accuracy(ctx, same)
     if acc is None or acc.height < k or acc.get_column("value").n_unique() != 1:
         return None

@@ -26,9 +26,15 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     (a masked NaN loss, nan-loss's) or when any logged loss was above 0 (a run that learned, or memorised, its set)."""
     if not ctx.has("metrics"):
         return None
-    loss = M.series(ctx, M.LOSS)
-    if loss.height == 0 or not bool((loss.get_column("value") == 0.0).all()):
+    # The values first, one rank at a time, up to the first one that is not 0: a run that learned is never read whole.
+    points = 0
+    for part in M.series_ranks(ctx, M.LOSS, cols=("rank", "value")):
+        if bool((part.get_column("value") != 0.0).any()):
+            return None
+        points += part.height
+    if points == 0:
         return None
+    loss = M.series(ctx, M.LOSS)
     if M.series(ctx, M.GRAD_NORM).filter(pl.col("value").is_nan()).height:
         return None
     proof: pl.DataFrame | None = None

@@ -67,7 +67,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if hit is None:
         return None
     summary, onset, quoted, facts, count = hit
-    loss = M.series(ctx, M.LOSS, finite=True)
+    loss = M.series_columns(ctx, M.LOSS, ("value",), finite=True)  # the values alone, read a rank at a time
     if loss.height >= 4:
         tail = loss.tail(max(2, loss.height // 4))
         summary += f"; loss stays ~{M.fmt(float(tail.get_column('value').median()))}"
@@ -118,8 +118,8 @@ def _global(ctx: Context, th: dict):
     tiny = (pl.col("value") > 0) & (pl.col("value") < th["tiny"])
     points = [0]
 
-    def ranks():  # the grad norm one rank at a time, counted
-        for part in M.series_ranks(ctx, M.GRAD_NORM, finite=True):
+    def ranks():  # the grad norm one rank at a time, counted (numbers only: the quoted row is fetched at the end)
+        for part in M.series_ranks(ctx, M.GRAD_NORM, finite=True, cols=M.NUMBERS):
             points[0] += part.height
             yield part
 
@@ -127,16 +127,19 @@ def _global(ctx: Context, th: dict):
     if points[0] < th["min_points"] or o is None:
         return None
     # The onset's rank is all that is read again (every rank when it has none: the quote then picks among them all).
-    g = M.series(ctx, M.GRAD_NORM, finite=True) if o.rank is None else M.series_rank(ctx, M.GRAD_NORM, o.rank, finite=True)
+    g = M.series_columns(ctx, M.GRAD_NORM, M.NUMBERS, finite=True) if o.rank is None \
+        else M.series_rank(ctx, M.GRAD_NORM, o.rank, finite=True, cols=M.NUMBERS)
     after = g.filter((pl.col("step") >= o.step) & pl.col("rank").eq_missing(o.rank))
     share = float(after.select(tiny.mean()).item())
     if share < th["share"]:
         return None
-    loss = M.series(ctx, M.LOSS, finite=True)
+    loss = M.series_columns(ctx, M.LOSS, ("step", "value"), finite=True)
     if loss.height >= 4:
         start = float(loss.head(max(2, loss.height // 10)).get_column("value").median())
         now = float(loss.filter(pl.col("step") >= o.step).get_column("value").median() or start)
         if start > 0 and now < th["learned"] * start:
             return None  # converged, not vanished
     summary = f"grad norm {M.fmt(o.value)} from step {o.step}, below {M.fmt(th['tiny'])} on {share:.0%} of {after.height} logged points"
-    return summary, M.onset_of_step(g, o.step, o.rank), M.pick(g, [o.step], o.rank), {"onset_step": o.step, "share": share}, after.height
+    # The quoted rows (the onset's) with their file and line: the one row of each rank at that step.
+    at = M.provenance(ctx, M.GRAD_NORM, M.pick(g, [o.step], o.rank), finite=True)
+    return summary, M.onset_of_step(at, o.step, o.rank), at, {"onset_step": o.step, "share": share}, after.height

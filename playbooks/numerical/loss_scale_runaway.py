@@ -56,8 +56,9 @@ overflow; that growth is followed by halvings and ends far below 2**24.
 @PLAYBOOK.detector(("metrics",))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """The last run of doublings reaching the end of the series, long and high enough."""
-    s = M.series(ctx, M.LOSS_SCALE, finite=True)
-    if s.height < 3:
+    # Every rule reads the lowest rank (the scale is global): only its rows are kept, read one rank at a time.
+    s, points = M.series_lowest_rank(ctx, M.LOSS_SCALE, finite=True)
+    if points < 3:
         return None
     r = M.ts.scale_runs(s)
     if r is None or r.longest_up < th["min_doublings"] or r.last.value < th["max_scale"]:
@@ -75,7 +76,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         return None
     start = ups_after.row(0, named=True)
     prev = part.filter(pl.col("step") < start["step"]).tail(1)
-    g = M.series(ctx, M.GRAD_NORM, finite=True).filter(pl.col("step") >= start["step"])
+    g = M.series_columns(ctx, M.GRAD_NORM, M.NUMBERS, where=pl.col("step") >= start["step"], finite=True)
     zero_share = float((g.get_column("value") == 0).mean()) if g.height else 0.0
     causes = {"zero_grads": 0.9, "tiny_grads": 0.3} if zero_share >= th["zero_share"] else {"zero_grads": 0.5, "tiny_grads": 0.5}
     grads = f"; grad_norm is exactly 0 on {zero_share:.0%} of those steps" if g.height and zero_share > 0 else ""
@@ -88,7 +89,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
         summary=summary,
         onset=M.onset_at(onset_row),
         evidence=M.quote(pl.concat([prev, ups_after.head(2), part.tail(1)], how="diagonal_relaxed"))
-        + M.quote(g.filter(pl.col("value") == 0).head(1)),
+        + M.quote(M.provenance(ctx, M.GRAD_NORM, g.filter(pl.col("value") == 0).head(1), finite=True)),
         evidence_count=ups_after.height,
         causes=causes,
         confidence=0.9 if zero_share >= th["zero_share"] else 0.75,

@@ -103,7 +103,8 @@ stretch of a long schedule can look constant while it decays: the rule needs the
 @PLAYBOOK.detector(("metrics",))
 def detect(ctx: Context, th: dict) -> Detection | None:
     """Anomalies of the LR series' shape, the earliest first."""
-    s = M.series(ctx, M.LR, finite=True)
+    # The LR as numbers (rank, step, value): the rows quoted get their file and line at the end.
+    s = M.series_columns(ctx, M.LR, M.NUMBERS, finite=True)
     if s.height >= th["zero_min_points"] and float(s.get_column("value").abs().max()) == 0.0:
         return _zero_throughout(ctx, s, th)
     if s.height < 3:
@@ -126,11 +127,11 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if "constant_when_scheduled" in {a.kind for a in found}:
         causes["scheduler_overridden"] = 0.6
     summary = "; ".join(f"{a.detail} (from step {a.step})" for a in found)
-    rows = M.pick(s, [a.step for a in found])
-    before = s.filter(pl.col("step") < first.step).sort("step").tail(1)
+    rows = M.provenance(ctx, M.LR, M.pick(s, [a.step for a in found]), finite=True)
+    before = M.provenance(ctx, M.LR, s.filter(pl.col("step") < first.step).sort("step").tail(1), finite=True)
     return Detection(
         summary=summary,
-        onset=M.onset_of_step(s, first.step, first.rank),
+        onset=M.onset_of_step(rows, first.step, first.rank),
         evidence=M.quote(pl.concat([before, rows], how="diagonal_relaxed"))
         + (evidence_rows(configured.head(1)) if "constant_when_scheduled" in {a.kind for a in found} else []),
         evidence_count=len(found),
@@ -150,7 +151,8 @@ def _zero_throughout(ctx: Context, s: pl.DataFrame, th: dict) -> Detection | Non
         return None  # enough points for loss-stagnation to judge the loss itself (lr_zero)
     summary = (f"the LR reads 0 at all {s.height} logged points while the loss still changes "
                f"({M.fmt(float(loss.item(0, 'value')))} -> {M.fmt(float(loss.item(-1, 'value')))}): no update moves the weights")
-    return Detection(summary=summary, onset=M.onset_at(s.row(0, named=True)), evidence=M.quote(s.head(2)), evidence_count=s.height,
+    shown = M.provenance(ctx, M.LR, s.head(2), finite=True)
+    return Detection(summary=summary, onset=M.onset_at(shown.row(0, named=True)), evidence=M.quote(shown), evidence_count=s.height,
                      causes={"wrong_total_steps": 0.8, "scheduler_not_stepped": 0.3}, confidence=0.75,
                      facts={"anomalies": ["zero_throughout"], "lr_points": s.height, "loss_points": loss.height})
 
@@ -158,8 +160,10 @@ def _zero_throughout(ctx: Context, s: pl.DataFrame, th: dict) -> Detection | Non
 def _zero_early(ctx: Context, s: pl.DataFrame, th: dict) -> Detection | None:
     """The LR decayed to 0 at an epoch the log prints as at most `zero_early_share` of the total epochs."""
     total = M.series(ctx, ("epoch_total",), finite=True)
+    if total.height == 0:  # the epochs (a long series) are read only where the log prints their total
+        return None
     epoch = M.series(ctx, ("epoch",), finite=True)
-    if total.height == 0 or epoch.height == 0:
+    if epoch.height == 0:
         return None
     ranks = s.get_column("rank").drop_nulls()
     lr = (s.filter(pl.col("rank") == ranks.min()) if ranks.len() else s).sort("step")
@@ -171,8 +175,9 @@ def _zero_early(ctx: Context, s: pl.DataFrame, th: dict) -> Detection | None:
     at = at.filter((pl.col("_t") > 0) & ((pl.col("_e") + 1) <= th["zero_early_share"] * pl.col("_t")))
     if at.height == 0:
         return None
+    at = M.provenance(ctx, M.LR, at, finite=True)
     row = at.row(0, named=True)
-    before = lr.filter(pl.col("step") < row["step"]).tail(1)
+    before = M.provenance(ctx, M.LR, lr.filter(pl.col("step") < row["step"]).tail(1), finite=True)
     summary = (f"the LR decayed to 0 at epoch {int(row['_e'])} of {int(row['_t'])} (step {row['step']}) while training goes on: "
                f"the schedule ends after {(row['_e'] + 1) / row['_t']:.0%} of the epochs")
     return Detection(summary=summary, onset=M.onset_at(row), evidence=M.quote(pl.concat([before, at.head(1)], how="diagonal_relaxed")),

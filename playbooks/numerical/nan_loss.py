@@ -124,7 +124,7 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if points == 0:
         loss, name = _parts(ctx)
         names, points = name, loss.height
-    hit = M.ts.onset_over(M.series_ranks(ctx, names), ~pl.col("value").is_finite()) if points else None
+    hit = M.onset_numbers(ctx, names, ~pl.col("value").is_finite()) if points else None
     how, ppl = "loss", ""
     if hit is None:
         hit = _masked(ctx, th) or _zeroed(ctx, loss)
@@ -149,12 +149,11 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if hit is None:
         return _from_events(ev, th)
     rank = hit.rank
-    if how in ("loss", "zeroed"):
-        part = M.series_rank(ctx, names, rank)
-    else:
-        src = M.series(ctx, {"grad_norm": M.GRAD_NORM, "nan_iterations": ("nan_iterations",), "perplexity": (ppl,)}[how])
-        part = src.filter((pl.col("rank") == rank) if rank is not None else pl.col("rank").is_null())
-    causes, facts, why = _causes(ctx, part if how != "nan_iterations" else M.series(ctx, names), hit, th)
+    # The onset's rank as numbers; the rows quoted get their file, line and time at the end.
+    src = names if how in ("loss", "zeroed") else \
+        {"grad_norm": M.GRAD_NORM, "nan_iterations": ("nan_iterations",), "perplexity": (ppl,)}[how]
+    part = M.series_rank(ctx, src, rank, cols=M.NUMBERS)
+    causes, facts, why = _causes(ctx, part if how != "nan_iterations" else M.series_columns(ctx, names, M.NUMBERS), hit, th)
     # A zero is a masked NaN only by inference (the logger hides the value): an alarm, not an incident.
     incident = (hit.points >= th["incident_points"] or hit.to_end or ev.height > 0) and how != "zeroed"
     masked = "no loss is logged there"
@@ -172,8 +171,8 @@ def detect(ctx: Context, th: dict) -> Detection | None:
     if hit.to_end:
         run = " from then on"
     summary = f"{what} from step {hit.step}{run}{why}"
-    rows = M.pick(part, [hit.step], rank)
-    before = part.filter(pl.col("step") < hit.step).tail(2)
+    rows = M.provenance(ctx, src, M.pick(part, [hit.step], rank))
+    before = M.provenance(ctx, src, part.filter(pl.col("step") < hit.step).tail(2))
     evidence = M.quote(pl.concat([before, rows], how="diagonal_relaxed")) + evidence_rows(ev.head(2))
     if logged.height:
         # The writer saw a non-finite scalar first: quote its earliest warning (it may precede the NaN loss line).
@@ -207,7 +206,7 @@ def _parts(ctx: Context) -> tuple[pl.DataFrame, str]:
 
 def _masked(ctx: Context, th: dict) -> M.ts.Onset | None:
     """Consecutive NaN grad norms (not inf: a skipped fp16 step logs inf) stand for a masked NaN loss."""
-    return M.ts.onset_over(M.series_ranks(ctx, M.GRAD_NORM), pl.col("value").is_nan(), int(th["masked_grad_points"]))
+    return M.onset_numbers(ctx, M.GRAD_NORM, pl.col("value").is_nan(), int(th["masked_grad_points"]))
 
 
 def _zeroed(ctx: Context, loss: pl.DataFrame) -> M.ts.Onset | None:
@@ -223,7 +222,7 @@ def _zeroed(ctx: Context, loss: pl.DataFrame) -> M.ts.Onset | None:
     zero = loss.join(nan_steps, on=["rank", "step"], how="semi", nulls_equal=True).filter(pl.col("value") == 0.0)
     if zero.height == 0:
         return None
-    return M.ts.onset_over(M.series_ranks(ctx, M.GRAD_NORM), pl.col("value").is_nan(), 1)
+    return M.onset_numbers(ctx, M.GRAD_NORM, pl.col("value").is_nan(), 1)
 
 
 def _perplexity(ctx: Context) -> tuple[M.ts.Onset | None, str]:
@@ -270,10 +269,11 @@ def _dropped_to_zero(ctx: Context, loss: pl.DataFrame, th: dict) -> M.ts.Onset |
 
 def _megatron_counter(ctx: Context) -> M.ts.Onset | None:
     """Megatron's cumulative `number of nan iterations` going up."""
-    c = M.series(ctx, ("nan_iterations",), finite=True)
+    c = M.series_columns(ctx, ("nan_iterations",), M.NUMBERS, finite=True)
     if c.height == 0:
         return None
-    return M.ts.onset(c.with_columns(pl.col("value").diff().over("rank").alias("_d")), pl.col("_d") > 0, 1)
+    o = M.ts.onset(c.with_columns(pl.col("value").diff().over("rank").alias("_d")), pl.col("_d") > 0, 1)
+    return M.onset_provenance(ctx, ("nan_iterations",), o, finite=True)
 
 
 def _eval_nan(ctx: Context, th: dict) -> Detection | None:
@@ -354,7 +354,7 @@ def _causes(ctx: Context, part: pl.DataFrame, hit: M.ts.Onset, th: dict) -> tupl
     """Build-up (loss / grad norm rising before the onset) vs none; overflow evidence before the onset."""
     w = int(th["buildup_window"])
     ups = {}
-    for name, s in (("loss", part), ("grad_norm", M.series(ctx, M.GRAD_NORM))):
+    for name, s in (("loss", part), ("grad_norm", M.series_columns(ctx, M.GRAD_NORM, M.NUMBERS))):
         pre = s.filter((pl.col("step") < hit.step) & pl.col("value").is_finite()).sort("step").tail(w)
         if pre.height >= 5:
             med = float(pre.get_column("value").median())
@@ -364,7 +364,7 @@ def _causes(ctx: Context, part: pl.DataFrame, hit: M.ts.Onset, th: dict) -> tupl
     overflow = events(ctx, ("fp16_overflow", "loss_scale_min_reached"))
     if overflow.height and hit.step is not None and "step" in overflow.columns:
         overflow = overflow.filter(pl.col("step").is_null() | (pl.col("step") <= hit.step))
-    scale = M.series(ctx, M.LOSS_SCALE, finite=True).filter(pl.col("step") <= hit.step).sort("step").tail(w)
+    scale = M.series_columns(ctx, M.LOSS_SCALE, M.NUMBERS, finite=True).filter(pl.col("step") <= hit.step).sort("step").tail(w)
     scale_drop = scale.height >= 2 and float(scale.item(-1, "value")) < float(scale.get_column("value").max()) / 4
     causes: dict[str, float] = {}
     why = ""

@@ -43,8 +43,10 @@ def detect_metrics(ctx: Context, th: dict) -> Detection | None:
 
 def _joined(ctx: Context, data: tuple[str, ...], step: tuple[str, ...]) -> pl.DataFrame:
     d = M.series(ctx, data, finite=True)
+    if d.height == 0:  # the step time (a long shared series) is read only when there is a data time to join it to
+        return pl.DataFrame()
     t = M.series(ctx, step, finite=True)
-    if d.height == 0 or t.height == 0:
+    if t.height == 0:
         return pl.DataFrame()
     j = d.join(t.select("rank", "step", pl.col("value").alias("step_ms"), pl.col("line").alias("t_line")), on=["rank", "step"],
                nulls_equal=True).sort("rank", "step")
@@ -140,7 +142,7 @@ def _recurring_stalls(ctx: Context, th: dict) -> Detection | None:
     nothing beside it, so the loop waits for data almost all the time ([OBS] mozilla/TTS#407: `LoaderTime` 124.64 s
     at step 1, 0.00 at steps 3-4, 120.21 s at step 5 with 4 workers: each needs ~2 min a batch). A slow first batch
     that never returns is warm-up, and stays quiet."""
-    if M.series(ctx, M.STEP_TIME).height:
+    if M.present(ctx, M.STEP_TIME):  # a logged name always gives a series with rows: nothing read
         return None  # the share rules above decide where the step time is logged
     d = M.series(ctx, DATA_TIME, finite=True).sort("rank", "step")
     if d.height < 3:
