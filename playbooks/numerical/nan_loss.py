@@ -105,8 +105,9 @@ grad norms (or a non-finite loss) count. TensorBoard's `NaN or Inf found in inpu
 name the scalar: when the logged loss stays finite it was another value, and nothing is reported.
 Megatron's `Unexpected result` for a spiky (finite) loss is not a NaN. A loss learned down to 0 through small values,
 a loss of 0 from its first point, and a loss of 0 beside a grad norm of exactly 0 (all labels masked) are no masked NaN. Evaluation metrics are not the training loss:
-an evaluation loss counts only when it is NaN/Inf at every evaluation (two or more) while nothing else is, and then
-at medium (a single NaN evaluation that later turns finite stays quiet).
+an evaluation loss counts only when it is NaN/Inf at every evaluation (two or more, or one printed after finite training
+losses) while nothing else is, and then at medium (a single NaN evaluation that later turns finite, or one before any
+training line, stays quiet).
 """,
     )
 )
