@@ -268,7 +268,8 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     """Key/value sequences that pass the gate and the coverage test."""
     # A note after the values (`loss: 2.31  <-- jumps here`, `# after warmup`) is no part of them. A numpy/JAX
     # scalar printed with its wrapper (`array([1.23], dtype=float32)`, `Array(5.3125, dtype=bfloat16)`) is its value.
-    df = df.with_columns(pl.col("msg").str.replace(COMMENT, "").str.replace_all(ARRAY_SCALAR, "${1}").str.replace(LOGGER_ORIGIN, " "))
+    df = df.with_columns(pl.col("msg").str.replace(COMMENT, "").str.replace_all(ARRAY_SCALAR, "${1}").str.replace(LOGGER_ORIGIN, " ")
+                         .str.replace_all(QUOTED_PAIR, "${1}: ${2}${3}"))
     # A count printed before its name (`0 epoch,  152  batch, Discriminator  Loss:  11.18`) is read as `epoch 0, batch 152`,
     # and words of one name spaced by hand (`Discriminator  Loss`) as one name.
     df = df.with_columns(pl.col("msg").str.replace_all(COUNT_FIRST, "${1}${3} ${2}, ${4}").str.replace_all(SPACED_NAME, "${1} ${2}"))
@@ -300,7 +301,7 @@ def extract_kv(df: pl.DataFrame, state: dict) -> pl.DataFrame:
     residue = (
         df.join(gated, on="_i", how="semi", maintain_order="left")
         .select("_i", pl.col("msg").str.replace(CAPTION, " ").str.replace_all(KV_PAIR, " ")
-                .str.replace_all(r"\[[^\]]*\]|\([^)]*\)", " ").str.replace_all(NONFINITE_WORD, " ")
+                .str.replace_all(r"\[[^\]]*\]|\([^)]*\)", " ").str.replace_all(NONFINITE_WORD, " ").str.replace_all(RATE_UNIT, " ")
                 .str.replace_all(r"[^A-Za-z]", "").str.len_chars().alias("_left"))
         .filter(pl.col("_left") <= RESIDUE_LETTERS)
         .select("_i")
@@ -339,6 +340,15 @@ OPEN = r"(?:\[\s*|[Aa]rray\(\[?\s*)?"
 # and a line number, no metric. Also after a stamp the prefix splitter left inside the line (a progress bar printed
 # without its newline before the record).
 LOGGER_ORIGIN = r"(?:^\s*|\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s+)\(\w+:\d+\) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL):\s"
+# A Python dict's items printed without their braces, every value a quoted string: PaddleDetection's static trainer joins
+# `str(dict({k: v})).strip('{}')` of its `'{:.6f}'`-formatted stats into the line (`iter: 1860, lr: 0.019983, 'loss_cls':
+# 'nan', 'loss': 'nan', eta: …`, ppdet/utils/stats.py TrainingStats.log; [OBS] PaddlePaddle/PaddleDetection#1946, #1507,
+# #1512). Read as `key: value`; only a number or nan/inf loses its quotes (a quoted word stays a word).
+QUOTED_PAIR = r"(?i)'([a-z_][\w/.@-]*)':\s*'?([-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|\.\d+)|-?nan|-?inf)'?([,\s]|$)"
+# The unit of a throughput printed after its value (Paddle's benchmark convention puts `ips: 4.09711 images/sec` last on
+# every training line, PaddlePaddle/PaddleDetection#1507; PaddleSeg `ips: 3.7425 samples/sec`, PaddlePaddle/PaddleSeg#928):
+# a unit, not prose left over.
+RATE_UNIT = r"(?i)\b(?:images|imgs|samples|tokens|sequences|seqs)/s(?:ec)?\b"
 # `←` too: hand-annotated trajectories (`step=220  loss=1.43  gnorm=7.7    ← BEST`, paiml/entrenar#274).
 COMMENT = r"\s+(?:<-+|←|#+)\s*[A-Za-z].*$"
 ACC_GATE = r"^(?:eval_|test_)?acc(?:uracy)?$"
@@ -364,6 +374,8 @@ KV_MATCH = (
     # TF-era `cost` (`labeling_cost 0.10 targetspecific_cost nan`, `Epoch 1 cost: nan`): a loss by the word rules.
     r"|cost\s*[:= ]\s*(?:[-+.\d]|nan|inf)"
     r"|\bloss_[a-z]\w*=(?:[-+.\d]|nan|inf)|accuracy\s*[:=]\s*[-+.\d]"
+    # A quoted loss item of a brace-less dict (PaddleDetection's `'loss': '1.234567'`, see QUOTED_PAIR).
+    r"|'\w*loss\w*':\s*'(?:[-+.\d]|nan|inf)"
     # A loss named with a qualifier after the word, spaced around its `=` (TensorFlowTTS base_trainer's
     # `(Step: 95400) train_mel_loss_before = nan.`, Tacotron2/FastSpeech's loss before and after the postnet).
     r"|_loss_(?:before|after)\s*=\s*(?:[-+.\d]|nan|inf)"

@@ -40,6 +40,8 @@ PLAYBOOK = declare(
             "skip_share": Threshold(0.2, "share of a window's points that are skipped steps, where only a skipped-steps counter is logged", "ours"),
             "calib_max_step": Threshold(1000, "step after which a leading run of halvings is never the start-up calibration", "ours; DeepSpeed/apex calibrate within the first tens of steps"),
             "min_scale": Threshold(1.0, "loss scale at or below which the scaler has collapsed to its floor", "DeepSpeed/Megatron min_loss_scale default 1 (formats.md §1.2, §1.3)"),
+            "stuck_overflows": Threshold(2, "overflow messages that attempted a scale at the floor and could not lower it (`Attempted loss scale: 1, reducing to 1`) that make the scaler stuck there",
+                                         "DeepSpeed loss_scaler.py update_scale (prints the attempted and the new scale; at min_loss_scale they are equal): huggingface/transformers#14531, transformers docs deepspeed.md 'NaN loss', deepspeedai/DeepSpeed#1593"),
             "calib_floor": Threshold(8.0, "a start-up run of halvings that ends at or below this scale, with no later scale above it, is a collapse, not a calibration",
                                      "apex amp / torch GradScaler start at 2**16 and halve per overflow; at a scale of 8 the unscaled gradients already exceed 65504/8 (fp16 max), so the overflow is the values' own, not the scale's (apex#318, whai362/PVT#94: halvings to 0.03 and below; healthy calibrations settle at 2**10-2**15, LEEYOONHYUNG/BVAE-TTS#3, kenziyuliu/MS-G3D#9)"),
         },
@@ -49,7 +51,9 @@ After the start-up calibration (the leading run of consecutive halvings from a l
 e.g. Megatron's 2**32, and never one that reaches the floor, nor one that ends at a scale of 8 or less and
 never grows back above it: at such a scale the gradients overflow fp16 by themselves), the loss scale halves at least 5 times
 within 50 logged points and ends them at least 16x lower than before, or falls to its floor (1.0),
-is below it (even a single logged value, such as fairseq's `loss_scale 0.000`), or overflows there at least 5 times; or a skipped-steps counter rises on at
+is below it (even a single logged value, such as fairseq's `loss_scale 0.000`), or overflows there at least 5 times, or
+twice in messages that name the scale they attempted and could not lower (DeepSpeed's `Attempted loss scale: 1, reducing to 1`:
+a paste of a few steps already shows every step skipped at the floor); or a skipped-steps counter rises on at
 least 5 and 20% of 50 logged points; DeepSpeed/apex/fairseq/Colossal-AI overflow
 messages in the same numbers, or `Minimum loss scale reached`, or a trainer that gives up on overflow itself
 (GPT-NeoX's `Skipped 50 iterations in a row due to Overflow - Exiting training.`, icefall's `grad_scale is too small,
@@ -98,7 +102,9 @@ def _downs_from_events(ev: pl.DataFrame) -> pl.DataFrame:
     """Overflow messages as rows (each one a halving), with the new scale they print as value."""
     v = field("new_scale").cast(pl.Float64, strict=False)
     prev = field("prev_scale").cast(pl.Float64, strict=False)
+    # `stuck`: the message names the scale it attempted and it could not lower it (DeepSpeed at min_loss_scale).
     return ev.with_columns(v.alias("value"), pl.coalesce(prev, v.shift(1)).alias("prev"), pl.lit(True).alias("down"),
+                           (prev.is_not_null() & (prev == v)).fill_null(False).alias("stuck"),
                            pl.coalesce(pl.col("step"), pl.int_range(pl.len()).cast(pl.Int64)).alias("step")).sort("step")
 
 
@@ -152,6 +158,13 @@ def collapse(rows: pl.DataFrame, th: dict, scaled: bool = True, run_start: int |
     # loss_scale 1 throughout) is routine dynamic loss scaling.
     at_floor = (v < th["min_scale"]) | ((v <= th["min_scale"]) & (
         (pl.col("_before") > v).fill_null(False) | (pl.col("_ahead") >= th["min_overflows"])))
+    # Overflow after overflow at the floor, each message saying the scaler could not go lower: the scale is stuck
+    # there, however few steps the paste shows (not a note that re-sets a scale without naming the one attempted,
+    # nor an attempted == new scale above the floor, which is DeepSpeed's hysteresis absorbing an overflow).
+    if "stuck" in post.columns:
+        stuck = pl.col("stuck") & (v <= th["min_scale"])
+        at_floor = at_floor | (stuck & (stuck.cast(pl.Int32).reverse().rolling_sum(w, min_samples=1).reverse()
+                                        >= th["stuck_overflows"]))
     # A scale printed below the floor is the collapse even without a halving in view (a one-line epoch summary
     # with `loss_scale 0.000`): no working scaler sits there.
     floor = post.filter(v.is_not_null() & at_floor & (pl.col("down") | (v < th["min_scale"]))) if scaled \

@@ -105,8 +105,9 @@ grad norms (or a non-finite loss) count. TensorBoard's `NaN or Inf found in inpu
 name the scalar: when the logged loss stays finite it was another value, and nothing is reported.
 Megatron's `Unexpected result` for a spiky (finite) loss is not a NaN. A loss learned down to 0 through small values,
 a loss of 0 from its first point, and a loss of 0 beside a grad norm of exactly 0 (all labels masked) are no masked NaN. Evaluation metrics are not the training loss:
-an evaluation loss counts only when it is NaN/Inf at every evaluation (two or more) while nothing else is, and then
-at medium (a single NaN evaluation that later turns finite stays quiet).
+an evaluation loss counts only when it is NaN/Inf at every evaluation (two or more, or one printed after finite training
+losses) while nothing else is, and then at medium (a single NaN evaluation that later turns finite, or one before any
+training line, stays quiet).
 """,
     )
 )
@@ -282,10 +283,18 @@ def _eval_nan(ctx: Context, th: dict) -> Detection | None:
     the other rules read, is finite, so the cause may be the evaluation code rather than the weights."""
     for name in M.names_like(ctx, EVAL_LOSS):
         s = M.series(ctx, name)
-        if s.height < th["eval_points"] or bool(s.get_column("value").is_finite().any()):
+        if s.height == 0 or bool(s.get_column("value").is_finite().any()):
             continue
         first = s.row(0, named=True)
         train = M.series(ctx, M.LOSS, finite=True)
+        # Fewer evaluations than `eval_points` count when the run trained before the first one: finite training losses
+        # logged on earlier lines (or on the same line, Keras' `loss: 0.24 - val_loss: nan`) and no finite evaluation after.
+        # The model trained, then gave NaN on held-out data (pythonlessons/TensorFlow-2.x-YOLOv3#8 `giou_val_loss: nan`
+        # after epoch 49; keras-team/keras#1364; kr-colab/ReLERNN#26). An evaluation before any training step stays unread.
+        trained = train.filter(pl.col("file") == first["file"]) if "file" in train.columns else train
+        trained = trained.filter(pl.col("line") <= first["line"]).height if "line" in trained.columns else 0
+        if s.height < th["eval_points"] and trained == 0:
+            continue
         beside = f" while the training loss stays finite ({train.height} finite points)" if train.height else ""
         return Detection(
             summary=f"{name} is {first['value']} at every one of {s.height} evaluations{beside}: the model gives NaN on held-out data",
