@@ -214,28 +214,35 @@ def series_lowest_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, *
     """The rows of the lowest rank of `series(ctx, names, ...)` (every row when no row has a rank: `ts.lowest_rank`,
     in step order) and how many rows the whole series has, read a batch of whole ranks at a time. For a series many
     playbooks share, found once per run (the rows kept on disk): half a dozen detectors ask for the loss's."""
+    def scan() -> tuple[pl.DataFrame, int]:
+        first, total = _lowest_rank(ctx, names, finite, dedupe)
+        return (first if first is not None else series(ctx, names, finite=finite, dedupe=dedupe)), total
+
     have = present(ctx, [names] if isinstance(names, str) else list(names))
     if not have or have[0] not in SHARED:
-        return _lowest_rank(ctx, names, finite, dedupe)
+        return scan()
     key = ("series_lowest_rank", have[0], finite, dedupe)
     counted: list[int] = []
 
-    def scan() -> pl.DataFrame:
-        first, total = _lowest_rank(ctx, names, finite, dedupe)
+    def kept() -> pl.DataFrame:
+        first, total = scan()
         counted.append(total)
         return first
 
-    first = ctx.memo_frame(key, scan)
+    first = ctx.memo_frame(key, kept)
     return first, ctx.memo((*key, "rows"), lambda: counted[0])
 
 
-def _lowest_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, finite: bool, dedupe: bool) -> tuple[pl.DataFrame, int]:
+def _lowest_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, finite: bool, dedupe: bool,
+                 cols: tuple[str, ...] | None = None) -> tuple[pl.DataFrame | None, int]:
+    """The lowest rank's rows of the series (only `cols` of them with `cols`; None when the series has no rows) and how
+    many rows the whole series has, read a batch of whole ranks at a time."""
     first, total = None, 0
-    for batch in series_batches(ctx, names, finite=finite, dedupe=dedupe):
+    for batch in series_batches(ctx, names, finite=finite, dedupe=dedupe, cols=cols):
         total += batch.height
         # The lowest rank's rows lead the first batch (a batch holds whole ranks, sorted).
         first = batch.filter(batch.get_column("rank").rle_id() == 0) if first is None else first
-    return (first if first is not None else series(ctx, names, finite=finite, dedupe=dedupe)), total
+    return first, total
 
 
 def series_rank(ctx: Context, names: tuple[str, ...] | list[str] | str, rank: int | None, *, finite: bool = False,
@@ -275,21 +282,19 @@ NUMBERS = ("rank", "step", "value")
 
 def onset_numbers(ctx: Context, names: tuple[str, ...] | list[str] | str, predicate: pl.Expr, min_points: int = 1, *,
                   finite: bool = False) -> ts.Onset | None:
-    """`ts.onset_over` of `series(ctx, names, ...)` read one rank at a time as numbers (`predicate` reads rank, step and
+    """`ts.onset_over` of `series(ctx, names, ...)` read a batch of whole ranks at a time as numbers (`predicate` reads rank, step and
     value only), with the file and line of its first row fetched at the end: the same onset, without every row's
     provenance strings in memory."""
-    return onset_provenance(ctx, names, ts.onset_over(series_ranks(ctx, names, finite=finite, cols=NUMBERS), predicate, min_points),
+    # onset_over takes pieces of whole ranks: the batches as they are, not split into ranks only to be joined again.
+    return onset_provenance(ctx, names, ts.onset_over(series_batches(ctx, names, finite=finite, cols=NUMBERS), predicate, min_points),
                             finite=finite)
 
 
 def lowest_rank_numbers(ctx: Context, names: tuple[str, ...] | list[str] | str, *,
                         finite: bool = False) -> tuple[pl.DataFrame, int]:
     """`series_lowest_rank` as numbers: the lowest rank's rank, step and value, and how many rows the whole series
-    has, read one rank at a time (fetch the file and line of the rows a finding quotes with `provenance`)."""
-    first, total = None, 0
-    for part in series_ranks(ctx, names, finite=finite, cols=NUMBERS):
-        total += part.height
-        first = part if first is None else first
+    has, read a batch of whole ranks at a time (fetch the file and line of the rows a finding quotes with `provenance`)."""
+    first, total = _lowest_rank(ctx, names, finite, True, NUMBERS)
     return (first if first is not None else pl.DataFrame(schema=ts.SLIM_SCHEMA)), total
 
 
